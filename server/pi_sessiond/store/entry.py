@@ -1,0 +1,98 @@
+"""One session entry as the store holds it.
+
+Invariant: ``data`` is the entry exactly as Pi writes it (camelCase keys, Pi's
+key order, unknown fields kept). The skeleton fields (``id``, ``parent_id``,
+``type``, ``timestamp``) are read at load time; the full JSON object is parsed
+lazily from the file's bytes on first access, so opening a huge file only pays
+for the skeleton. ``raw`` is the original line while the entry is unchanged,
+so an untouched line is written back byte-identical.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pi_sessiond.store.jsontext import loads
+
+JsonDict = dict[str, Any]
+
+
+class Entry:
+    """A non-header line of a session file."""
+
+    __slots__ = ("_data", "_end", "_src", "_start", "id", "line", "parent_id", "timestamp", "type")
+
+    def __init__(
+        self,
+        id: str,
+        parent_id: str | None,
+        type: str,
+        timestamp: str,
+        *,
+        data: JsonDict | None = None,
+        src: bytes | None = None,
+        start: int = 0,
+        end: int = 0,
+        line: int = 0,
+    ) -> None:
+        self.id = id
+        self.parent_id = parent_id
+        self.type = type
+        self.timestamp = timestamp
+        self._data = data
+        self._src = src
+        self._start = start
+        self._end = end
+        self.line = line
+
+    @classmethod
+    def from_data(cls, data: JsonDict, *, line: int = 0) -> Entry:
+        """Wrap a parsed Pi entry object."""
+        parent = data.get("parentId")
+        ts = data.get("timestamp")
+        return cls(
+            str(data.get("id")),
+            parent if isinstance(parent, str) else None,
+            str(data.get("type")),
+            ts if isinstance(ts, str) else "",
+            data=data,
+            line=line,
+        )
+
+    @property
+    def data(self) -> JsonDict:
+        """The full entry object, parsed on first use."""
+        if self._data is None:
+            parsed = loads(self.raw or b"{}")
+            self._data = parsed if isinstance(parsed, dict) else {}
+        return self._data
+
+    @property
+    def raw(self) -> bytes | None:
+        """The original line (no newline) while the entry is unchanged, else ``None``."""
+        if self._src is None:
+            return None
+        return self._src[self._start : self._end]
+
+    def detach(self) -> None:
+        """Forget the source line (the entry was changed or the buffer is going away)."""
+        self.data  # noqa: B018 - parse before dropping the source
+        self._src = None
+
+    @property
+    def message(self) -> JsonDict | None:
+        """The stored message of a ``message`` entry, else ``None``."""
+        if self.type != "message":
+            return None
+        msg = self.data.get("message")
+        return msg if isinstance(msg, dict) else None
+
+    @property
+    def role(self) -> str | None:
+        """The role of a ``message`` entry's message, else ``None``."""
+        msg = self.message
+        role = msg.get("role") if msg is not None else None
+        return role if isinstance(role, str) else None
+
+    def __repr__(self) -> str:
+        return f"Entry({self.type}, {self.id}, parent={self.parent_id})"

@@ -1,0 +1,67 @@
+"""Pi's on-disk layout: agent dir, per-cwd session dirs, file names, ids."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+import uuid
+from collections.abc import Container
+from datetime import UTC, datetime
+from pathlib import Path
+
+_CWD_LEADING = re.compile(r"^[/\\]")
+_CWD_SEPARATORS = re.compile(r"[/\\:]")
+
+
+def agent_dir() -> Path:
+    """``$PI_CODING_AGENT_DIR`` (``~`` expanded) or ``~/.pi/agent``."""
+    env = os.environ.get("PI_CODING_AGENT_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".pi" / "agent"
+
+
+def sessions_root() -> Path:
+    """Where Pi keeps the per-cwd session directories."""
+    return agent_dir() / "sessions"
+
+
+def cwd_dir_name(cwd: str) -> str:
+    """``/Users/a/proj`` -> ``--Users-a-proj--`` (one leading separator dropped)."""
+    return f"--{_CWD_SEPARATORS.sub('-', _CWD_LEADING.sub('', cwd))}--"
+
+
+def session_dir(cwd: str, root: Path | None = None) -> Path:
+    """The directory holding the sessions of ``cwd``."""
+    return (root if root is not None else sessions_root()) / cwd_dir_name(cwd)
+
+
+def now_iso() -> str:
+    """``new Date().toISOString()``: UTC, milliseconds, ``Z``."""
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def session_file_name(timestamp: str, session_id: str) -> str:
+    """``<timestamp with : and . as ->_<id>.jsonl``."""
+    return f"{timestamp.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
+
+
+def new_session_id() -> str:
+    """A UUID v7 string (time-ordered), as Pi 0.73.1 makes session ids."""
+    ms = time.time_ns() // 1_000_000
+    value = (ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= secrets.randbits(12) << 64
+    value |= 0b10 << 62
+    value |= secrets.randbits(62)
+    return str(uuid.UUID(int=value))
+
+
+def new_entry_id(taken: Container[str]) -> str:
+    """8 hex chars, unique among ``taken`` (100 tries, then a full UUID)."""
+    for _ in range(100):
+        candidate = uuid.uuid4().hex[:8]
+        if candidate not in taken:
+            return candidate
+    return str(uuid.uuid4())

@@ -1,0 +1,129 @@
+"""Reading a session file: header, entries and what had to be skipped.
+
+Fast path: Pi writes every entry as ``{"type":…,"id":…,"parentId":…,
+"timestamp":…`` first, so the skeleton is read with one regex per line and the
+rest of the line is parsed only when needed (``Entry.data``). Lines that do not
+match (legacy v1 lines, ``custom`` entries, hand-edited files) are parsed in full.
+
+Never raises for bad content: malformed lines, a torn last line (a crash in the
+middle of a write), a second header, a missing header and entries without an id
+are reported as warnings with 1-based line numbers and skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.jsontext import loads
+
+_SKELETON = re.compile(
+    rb'\{"type":"([a-z_]+)","id":"([^"\\]*)","parentId":(?:null|"([^"\\]*)"),"timestamp":"([^"\\]*)"'
+)
+# Small entries the store needs at load time (labels, names, compactions…): parse now.
+_LAZY_TYPES = frozenset({b"message"})
+_WS = b" \t\r"
+
+
+@attrs.frozen
+class Warning:
+    """Something in the file that was skipped or repaired in memory."""
+
+    line: int
+    message: str
+
+
+@attrs.define
+class ReadResult:
+    """A session file as read: nothing here has been migrated yet."""
+
+    header: dict[str, Any] | None
+    entries: list[Entry]
+    warnings: list[Warning]
+    size: int
+    ends_with_newline: bool
+    header_line: int = 0
+
+
+def read_session_file(path: Path) -> ReadResult:
+    """Read ``path``; see the module docstring for what is skipped."""
+    buf = path.read_bytes()
+    return parse_session_bytes(buf)
+
+
+def parse_session_bytes(buf: bytes) -> ReadResult:
+    """Parse a whole session file held in memory."""
+    result = ReadResult(None, [], [], len(buf), buf.endswith(b"\n"))
+    pos, size, line_no = 0, len(buf), 0
+    while pos < size:
+        end = buf.find(b"\n", pos)
+        if end < 0:
+            end = size
+        line_no += 1
+        start, stop = _trim(buf, pos, end)
+        if start < stop:
+            _read_line(buf, start, stop, line_no, end == size, result)
+        pos = end + 1
+    return result
+
+
+def _trim(buf: bytes, start: int, stop: int) -> tuple[int, int]:
+    while start < stop and buf[start] in _WS:
+        start += 1
+    while stop > start and buf[stop - 1] in _WS:
+        stop -= 1
+    return start, stop
+
+
+def _read_line(buf: bytes, start: int, stop: int, line_no: int, last: bool, out: ReadResult) -> None:
+    m = _SKELETON.match(buf, start, stop)
+    if m is not None and m.group(1) in _LAZY_TYPES and buf[stop - 1] == 0x7D and not last:
+        if out.header is None and not out.entries:
+            out.warnings.append(Warning(line_no, "missing session header"))
+            out.header_line = -1
+        parent = m.group(3)
+        out.entries.append(
+            Entry(
+                m.group(2).decode(),
+                parent.decode() if parent is not None else None,
+                "message",
+                m.group(4).decode(),
+                src=buf,
+                start=start,
+                end=stop,
+                line=line_no,
+            )
+        )
+        return
+    try:
+        obj = loads(buf[start:stop])
+    except (ValueError, UnicodeDecodeError):
+        what = "torn last line (incomplete write) ignored" if last else "malformed JSON line skipped"
+        out.warnings.append(Warning(line_no, what))
+        return
+    _add_object(obj, buf, start, stop, line_no, out)
+
+
+def _add_object(obj: Any, buf: bytes, start: int, stop: int, line_no: int, out: ReadResult) -> None:
+    if not isinstance(obj, dict):
+        out.warnings.append(Warning(line_no, "line is not a JSON object; skipped"))
+        return
+    if obj.get("type") == "session":
+        if out.header is None and not out.entries and isinstance(obj.get("id"), str):
+            out.header = obj
+            out.header_line = line_no
+        else:
+            out.warnings.append(Warning(line_no, "extra session header skipped"))
+        return
+    if out.header is None and not out.entries:
+        out.warnings.append(Warning(line_no, "missing session header"))
+        out.header_line = -1
+    entry = Entry.from_data(obj, line=line_no)
+    entry._src, entry._start, entry._end = buf, start, stop
+    if not isinstance(obj.get("id"), str):
+        entry.id = ""
+    out.entries.append(entry)

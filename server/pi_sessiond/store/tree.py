@@ -1,0 +1,150 @@
+"""The session tree: entries indexed by id, children, paths, labels, leaf.
+
+Pure and in memory. Invariants:
+- ``entries`` is file order; ``by_id`` maps each id to its entry (a later
+  duplicate id wins, as in Pi).
+- ``children[p]`` lists the ids whose parent is ``p`` in file order; Pi's tree
+  view orders them by timestamp (``sorted_children``).
+- An entry is a root when its parent is null, itself, or missing (orphan).
+- Paths are walked iteratively and stop at a missing parent or at an entry
+  already on the path, so a cycle or self-parented entry can never hang us
+  (Pi loops forever on a self-parented entry; deliberate fix).
+- Labels resolve file-wide, last write wins; an empty label clears.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+
+from pi_sessiond.store.entry import Entry
+
+
+def timestamp_ms(iso: str) -> float:
+    """``new Date(iso).getTime()`` for the ISO strings Pi writes; NaN when invalid."""
+    try:
+        return datetime.fromisoformat(iso).timestamp() * 1000.0
+    except (ValueError, TypeError):
+        return float("nan")
+
+
+class SessionTree:
+    """All entries of one session and the current leaf."""
+
+    def __init__(self, entries: list[Entry] | None = None) -> None:
+        self.entries: list[Entry] = []
+        self.by_id: dict[str, Entry] = {}
+        self.children: dict[str | None, list[str]] = {}
+        self.labels: dict[str, str] = {}
+        self.label_timestamps: dict[str, str] = {}
+        self.name: str | None = None
+        self.leaf_id: str | None = None
+        for entry in entries or []:
+            self.add(entry)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self.by_id
+
+    def get(self, entry_id: str | None) -> Entry | None:
+        """The entry with ``entry_id``, or ``None``."""
+        return self.by_id.get(entry_id) if entry_id is not None else None
+
+    def add(self, entry: Entry) -> None:
+        """Index an entry (already in file order) and make it the leaf."""
+        self.entries.append(entry)
+        self.by_id[entry.id] = entry
+        self.children.setdefault(entry.parent_id, []).append(entry.id)
+        self.leaf_id = entry.id
+        if entry.type == "label":
+            self._apply_label(entry)
+        elif entry.type == "session_info":
+            name = entry.data.get("name")  # the last one decides; an empty name clears
+            self.name = name if isinstance(name, str) and name else None
+
+    def _apply_label(self, entry: Entry) -> None:
+        target, label = entry.data.get("targetId"), entry.data.get("label")
+        if not isinstance(target, str):
+            return
+        if isinstance(label, str) and label:
+            self.labels[target] = label
+            self.label_timestamps[target] = entry.timestamp
+        else:
+            self.labels.pop(target, None)
+            self.label_timestamps.pop(target, None)
+
+    def is_root(self, entry: Entry) -> bool:
+        """Pi's root rule: no parent, its own parent, or a missing parent."""
+        pid = entry.parent_id
+        return pid is None or pid == entry.id or pid not in self.by_id
+
+    def roots(self) -> list[Entry]:
+        """Root entries in file order."""
+        return [e for e in self.entries if self.is_root(e)]
+
+    def iter_up(self, entry_id: str | None) -> Iterator[Entry]:
+        """Entries from ``entry_id`` up to its root (leaf first), cycle-safe."""
+        seen: set[str] = set()
+        current = self.get(entry_id)
+        while current is not None and current.id not in seen:
+            seen.add(current.id)
+            yield current
+            current = self.by_id.get(current.parent_id) if current.parent_id else None
+
+    def path(self, entry_id: str | None = None) -> list[Entry]:
+        """Root -> ``entry_id`` (default: the leaf), inclusive; ``[]`` if unknown."""
+        target = self.leaf_id if entry_id is None else entry_id
+        up = list(self.iter_up(target))
+        up.reverse()
+        return up
+
+    def sorted_children(self, entry_id: str) -> list[Entry]:
+        """Children as Pi's ``getTree`` orders them: by timestamp, stable."""
+        kids = [self.by_id[c] for c in self.children.get(entry_id, ()) if self._parent_is(c, entry_id)]
+        kids.sort(key=lambda e: _sort_key(e.timestamp))
+        return kids
+
+    def _parent_is(self, child_id: str, parent_id: str) -> bool:
+        child = self.by_id.get(child_id)
+        return child is not None and child.parent_id == parent_id and child_id != parent_id
+
+    def common_ancestor(self, a: str | None, b: str | None) -> str | None:
+        """Deepest entry on both paths (``None`` when the paths are disjoint)."""
+        on_a = {e.id for e in self.iter_up(a)}
+        for entry in self.iter_up(b):
+            if entry.id in on_a:
+                return entry.id
+        return None
+
+    def subtree(self, entry_id: str) -> list[Entry]:
+        """``entry_id`` and all its descendants, depth-first in tree order."""
+        root = self.get(entry_id)
+        if root is None:
+            return []
+        out: list[Entry] = []
+        stack = [root]
+        seen: set[str] = set()
+        while stack:
+            node = stack.pop()
+            if node.id in seen:
+                continue
+            seen.add(node.id)
+            out.append(node)
+            stack.extend(reversed(self.sorted_children(node.id)))
+        return out
+
+    def walk(self) -> Iterator[tuple[Entry, int]]:
+        """Every entry with its depth, depth-first, roots in file order."""
+        for root in self.roots():
+            stack = [(root, 0)]
+            while stack:
+                node, depth = stack.pop()
+                yield node, depth
+                stack.extend((c, depth + 1) for c in reversed(self.sorted_children(node.id)))
+
+
+def _sort_key(iso: str) -> float:
+    ms = timestamp_ms(iso)
+    return 0.0 if ms != ms else ms

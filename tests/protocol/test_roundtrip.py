@@ -1,0 +1,83 @@
+"""The converter: camelCase, strict types, nothing unknown lost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_protocol import (
+    ENTRY_TYPES,
+    AssistantMessage,
+    MessageEntry,
+    SessionHeader,
+    StructureError,
+    TextContent,
+    structure,
+    unstructure,
+)
+from pi_sessiond.store.session import Session
+
+
+def roundtrip(data: dict[str, Any]) -> Any:
+    cls = ENTRY_TYPES.get(data.get("type"))  # type: ignore[arg-type]
+    if cls is None:
+        return data
+    return unstructure(structure(data, cls))
+
+
+def test_every_entry_of_the_real_fixture_round_trips(real_session: Path) -> None:
+    session = Session.open(real_session)
+    for entry in session.entries:
+        assert roundtrip(entry.data) == entry.data
+    header = structure(session.header, SessionHeader)
+    assert header.extra["branchedFrom"].endswith(".jsonl")
+    assert unstructure(header) == session.header
+
+
+def test_unknown_fields_roles_blocks_and_types_survive() -> None:
+    data = {"type": "message", "id": "a", "parentId": None, "timestamp": "t", "x_future": {"k": [1]},
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "hi", "sig2": 1},
+                                                          {"type": "hologram", "bits": 3}],
+                        "usage": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 3,
+                                  "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+                                  "reasoning": 7},
+                        "stopReason": "stop", "timestamp": 5, "errorMessage": None}}
+    entry = structure(data, MessageEntry)
+    assert isinstance(entry.message, AssistantMessage)
+    assert isinstance(entry.message.content[0], TextContent)
+    assert entry.message.content[1] == {"type": "hologram", "bits": 3}
+    assert entry.message.usage is not None and entry.message.usage.extra == {"reasoning": 7}
+    assert unstructure(entry) == data
+    odd_role = {"type": "message", "id": "b", "parentId": "a", "timestamp": "t",
+                "message": {"role": "developer", "content": "x"}}
+    assert unstructure(structure(odd_role, MessageEntry)) == odd_role
+    assert roundtrip({"type": "future_thing", "id": "c", "payload": 1}) == {"type": "future_thing", "id": "c",
+                                                                            "payload": 1}
+
+
+def test_wire_names_are_camel_case() -> None:
+    out = unstructure(structure({"type": "compaction", "id": "c", "parentId": "p", "timestamp": "t",
+                                 "summary": "s", "firstKeptEntryId": "k", "tokensBefore": 3,
+                                 "fromHook": False}, ENTRY_TYPES["compaction"]))
+    assert list(out) == ["type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId",
+                         "tokensBefore", "fromHook"]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"type": "message", "message": {"role": "user", "content": 5}},
+         "message.content: expected string or array, got number"),
+        ({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": 3}]}},
+         "message.content.0.text: expected string, got number"),
+        ({"type": "message"}, "message: expected object (required field missing), got null"),
+        ({"type": "message", "message": {"role": "toolResult", "toolName": "x", "content": []}},
+         "message.toolCallId: expected string (required field missing), got null"),
+    ],
+)
+def test_errors_name_the_field(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(StructureError) as info:
+        structure(data, MessageEntry)
+    assert str(info.value) == message
