@@ -28,7 +28,6 @@ class Entry:
         parent_id: str | None,
         type: str,
         timestamp: str,
-        *,
         data: JsonDict | None = None,
         src: bytes | None = None,
         start: int = 0,

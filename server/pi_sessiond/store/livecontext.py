@@ -14,6 +14,7 @@ from typing import Any, overload
 
 from pi_sessiond.store.context import SessionContext, context_from_path, entry_to_message
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.files import gc_paused
 from pi_sessiond.store.tree import SessionTree
 
 _STALE = object()
@@ -67,7 +68,8 @@ class LiveContext:
     def get(self) -> SessionContext:
         """The context of the current leaf (a fresh list each call)."""
         if self._leaf is _STALE or self._leaf != self._tree.leaf_id:
-            built = context_from_path(self._tree.path())
+            with gc_paused():
+                built = context_from_path(self._tree.path())
             self._messages = list(built.messages)  # a new list: old views keep theirs
             self._thinking, self._model = built.thinking_level, built.model
             self._leaf = self._tree.leaf_id

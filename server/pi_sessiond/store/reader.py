@@ -59,11 +59,21 @@ def parse_session_bytes(buf: bytes) -> ReadResult:
     """Parse a whole session file held in memory."""
     result = ReadResult(None, [], [], len(buf), buf.endswith(b"\n"))
     pos, size, line_no = 0, len(buf), 0
+    find, match, add = buf.find, _SKELETON.match, result.entries.append
     while pos < size:
-        end = buf.find(b"\n", pos)
+        end = find(b"\n", pos)
         if end < 0:
             end = size
         line_no += 1
+        # Hot path: a complete, newline-terminated message line after the header.
+        if end < size and buf[end - 1] == 0x7D and result.header is not None:
+            m = match(buf, pos, end)
+            if m is not None and m.group(1) == b"message":
+                eid, parent, ts = m.group(2, 3, 4)
+                pid = parent.decode() if parent is not None else None
+                add(Entry(eid.decode(), pid, "message", ts.decode(), None, buf, pos, end, line_no))
+                pos = end + 1
+                continue
         start, stop = _trim(buf, pos, end)
         if start < stop:
             _read_line(buf, start, stop, line_no, end == size, result)

@@ -19,7 +19,7 @@ from typing import Any
 from pi_sessiond.store.context import UNSET, SessionContext, _Unset, build_session_context
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.errors import InvalidEntryError, ReadOnlySessionError, UnknownEntryError
-from pi_sessiond.store.files import append_bytes, atomic_write
+from pi_sessiond.store.files import append_bytes, atomic_write, gc_paused
 from pi_sessiond.store.jsontext import dumps
 from pi_sessiond.store.layout import new_entry_id, new_session_id, now_iso, session_file_name
 from pi_sessiond.store.livecontext import LiveContext
@@ -50,12 +50,13 @@ class Session:
     @classmethod
     def open(cls, path: Path) -> Session:
         """Load ``path`` (migrating in memory); raises ``OSError`` if unreadable."""
-        result = read_session_file(path)
-        missing_header = result.header is None
-        version = header_version(result.header)
-        migrated = migrate(result) if not missing_header else False
-        header = result.header if result.header is not None else _placeholder_header()
-        session = cls(header, SessionTree(result.entries), path)
+        with gc_paused():
+            result = read_session_file(path)
+            missing_header = result.header is None
+            version = header_version(result.header)
+            migrated = migrate(result) if not missing_header else False
+            header = result.header if result.header is not None else _placeholder_header()
+            session = cls(header, SessionTree(result.entries), path)
         session.warnings = list(result.warnings)
         session._on_disk = result.size > 0
         session._needs_rewrite = migrated

@@ -3,8 +3,9 @@
 Pure and in memory. Invariants:
 - ``entries`` is file order; ``by_id`` maps each id to its entry (a later
   duplicate id wins, as in Pi).
-- ``children[p]`` lists the ids whose parent is ``p`` in file order; Pi's tree
-  view orders them by timestamp (``sorted_children``).
+- ``children[p]`` lists the ids whose parent is ``p`` in file order (built
+  lazily: opening a file and walking paths never needs it); Pi's tree view
+  orders them by timestamp (``sorted_children``).
 - An entry is a root when its parent is null, itself, or missing (orphan).
 - Paths are walked iteratively and stop at a missing parent or at an entry
   already on the path, so a cycle or self-parented entry can never hang us
@@ -34,13 +35,37 @@ class SessionTree:
     def __init__(self, entries: list[Entry] | None = None) -> None:
         self.entries: list[Entry] = []
         self.by_id: dict[str, Entry] = {}
-        self.children: dict[str | None, list[str]] = {}
+        self._children: dict[str | None, list[str]] | None = None
         self.labels: dict[str, str] = {}
         self.label_timestamps: dict[str, str] = {}
         self.name: str | None = None
         self.leaf_id: str | None = None
-        for entry in entries or []:
-            self.add(entry)
+        if entries:
+            self._index_all(entries)
+
+    def _index_all(self, entries: list[Entry]) -> None:
+        # Bulk version of add(): same result, a fraction of the per-entry cost.
+        self.entries = list(entries)
+        by_id = self.by_id
+        for entry in entries:
+            by_id[entry.id] = entry
+            if entry.type != "message":
+                self._apply_meta(entry)
+        self.leaf_id = entries[-1].id
+
+    @property
+    def children(self) -> dict[str | None, list[str]]:
+        """Parent id -> child ids in file order (built on first use)."""
+        if self._children is None:
+            children: dict[str | None, list[str]] = {}
+            for entry in self.entries:
+                siblings = children.get(entry.parent_id)
+                if siblings is None:
+                    children[entry.parent_id] = [entry.id]
+                else:
+                    siblings.append(entry.id)
+            self._children = children
+        return self._children
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -56,8 +81,12 @@ class SessionTree:
         """Index an entry (already in file order) and make it the leaf."""
         self.entries.append(entry)
         self.by_id[entry.id] = entry
-        self.children.setdefault(entry.parent_id, []).append(entry.id)
+        if self._children is not None:
+            self._children.setdefault(entry.parent_id, []).append(entry.id)
         self.leaf_id = entry.id
+        self._apply_meta(entry)
+
+    def _apply_meta(self, entry: Entry) -> None:
         if entry.type == "label":
             self._apply_label(entry)
         elif entry.type == "session_info":
