@@ -28,18 +28,15 @@ Regenerate the bundled example (run from the repository root)::
 from __future__ import annotations
 
 import argparse
-import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from pi_sessiond.examples import content as C
 from pi_sessiond.examples.builder import GPT, SONNET, Builder, Json
+from pi_sessiond.store import jsontext
 
 SHAPES = ("linear", "long", "branchy", "kitchen-sink", "example")
 EXAMPLE_ARGS: Json = {"shape": "example", "seed": 7, "entries": 200}
@@ -256,45 +253,11 @@ def generate(*, seed: int = 0, entries: int = 200, shape: str = "linear",
 
 # A number token in exponent form or an integral float ("1.0"); false hits in strings
 # only cost the slow path.
-_ODD_FLOAT = re.compile(rb"[:,\[]-?\d+(?:\.\d+)?e|[:,\[]-?\d+\.0[,}\]]")
-
-
-def _js_number(value: float) -> orjson.Fragment:
-    """Format a float exactly as JavaScript's ``Number.prototype.toString``."""
-    sign, digits, exp = Decimal(repr(value)).normalize().as_tuple()
-    text, k = "".join(map(str, digits)), len(digits)
-    n = k + int(exp)
-    if k <= n <= 21:
-        text += "0" * (n - k)
-    elif 0 < n <= 21:
-        text = f"{text[:n]}.{text[n:]}"
-    elif -6 < n <= 0:
-        text = "0." + "0" * -n + text
-    else:
-        text = f"{text[0]}{'.' + text[1:] if k > 1 else ''}e{'+' if n > 0 else '-'}{abs(n - 1)}"
-    return orjson.Fragment(("-" if sign else "") + text)
-
-
-def _js_floats(value: Any) -> Any:
-    if isinstance(value, float):
-        return _js_number(value)
-    if isinstance(value, dict):
-        return {k: _js_floats(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_js_floats(v) for v in value]
-    return value
 
 
 def dumps(line: Json) -> bytes:
     """One JSONL line as Pi writes it: ``JSON.stringify(entry) + "\\n"``."""
-    msg = line.get("message")
-    if isinstance(msg, dict) and isinstance(msg.get("usage"), dict):  # the common float case
-        usage = msg["usage"]
-        line = {**line, "message": {**msg, "usage": {**usage, "cost": _js_floats(usage["cost"])}}}
-    out = orjson.dumps(line)
-    if _ODD_FLOAT.search(out):  # rare: orjson and JS format these floats differently
-        out = orjson.dumps(_js_floats(line))
-    return out + b"\n"
+    return jsontext.dumps(line) + b"\n"
 
 
 def write(path: str | Path, lines: Sequence[Json]) -> None:

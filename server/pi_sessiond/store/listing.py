@@ -52,7 +52,7 @@ def session_info(path: Path) -> JsonDict | None:
     for entry in result.entries:
         if entry.type == "session_info":
             value = entry.data.get("name")
-            name = value if isinstance(value, str) and value else None
+            name = value.strip() or None if isinstance(value, str) else None
         if entry.type != "message":
             continue
         count += 1

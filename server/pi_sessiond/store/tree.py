@@ -90,8 +90,8 @@ class SessionTree:
         if entry.type == "label":
             self._apply_label(entry)
         elif entry.type == "session_info":
-            name = entry.data.get("name")  # the last one decides; an empty name clears
-            self.name = name if isinstance(name, str) and name else None
+            name = entry.data.get("name")  # the last one decides; a blank name clears
+            self.name = name.strip() or None if isinstance(name, str) else None
 
     def _apply_label(self, entry: Entry) -> None:
         target, label = entry.data.get("targetId"), entry.data.get("label")
