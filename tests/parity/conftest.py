@@ -1,0 +1,42 @@
+"""Fixtures for the Pi 0.73.1 parity tier.
+
+Without node, the npm package or the shared fixture these tests skip locally,
+but under ``CI=true`` they fail instead: CI must never silently skip parity.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.parity.oracle import PiOracle, oracle_available
+
+PI_FIXTURES = Path(__file__).parents[2].parent / "shared" / "fixtures" / "pi"
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip the test, or fail it when running in CI (``CI=true``)."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"parity prerequisite missing in CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def pi() -> Iterator[PiOracle]:
+    """A running Pi 0.73.1 oracle shared by the whole test session."""
+    reason = oracle_available()
+    if reason is not None:
+        skip_or_fail(reason)
+    with PiOracle() as oracle:
+        yield oracle
+
+
+@pytest.fixture(scope="session")
+def pi_fixture_path() -> Path:
+    """Pi's ``before-compaction.jsonl`` (v1 format, 1 002 entries, 2 compactions)."""
+    path = PI_FIXTURES / "before-compaction.jsonl"
+    if not path.is_file():
+        skip_or_fail(f"Pi fixture not found: {path}")
+    return path

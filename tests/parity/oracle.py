@@ -1,0 +1,152 @@
+"""Python client for the Pi 0.73.1 differential-testing oracle (``oracle.mjs``).
+
+``PiOracle`` starts ``node tests/parity/oracle.mjs`` once and sends it one JSON
+request per line; each request gets exactly one JSON line back. The oracle runs
+the published ``@mariozechner/pi-coding-agent@0.73.1`` code (installed with
+``npm ci --prefix tests/parity``); nothing from that package is copied here.
+
+Ops and their parameters are documented in ``docs/pi-0.73.1-notes.md`` and at
+the top of ``oracle.mjs``. Pass ``UNDEFINED`` as a leaf id to make the oracle
+call Pi with JavaScript ``undefined`` (``None`` becomes ``null``).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import queue
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+PARITY_DIR = Path(__file__).resolve().parent
+ORACLE_SCRIPT = PARITY_DIR / "oracle.mjs"
+PI_PACKAGE_JSON = PARITY_DIR / "node_modules" / "@mariozechner" / "pi-coding-agent" / "package.json"
+PI_VERSION = "0.73.1"
+INSTALL_HINT = "run `npm ci --prefix tests/parity`"
+UNDEFINED = "__undefined__"
+DEFAULT_TIMEOUT = 120.0
+
+
+class OracleError(RuntimeError):
+    """The oracle answered ``ok: false``, died, or did not answer in time."""
+
+
+def oracle_available() -> str | None:
+    """Return why the oracle cannot run (node or the npm package missing), else ``None``."""
+    if shutil.which("node") is None:
+        return "node is not on PATH (needed for the Pi parity oracle)"
+    if not PI_PACKAGE_JSON.is_file():
+        return f"@mariozechner/pi-coding-agent is not installed; {INSTALL_HINT}"
+    version = json.loads(PI_PACKAGE_JSON.read_text(encoding="utf-8")).get("version")
+    if version != PI_VERSION:
+        return f"installed Pi is {version}, parity needs {PI_VERSION}; {INSTALL_HINT}"
+    return None
+
+
+class PiOracle:
+    """A long-lived ``oracle.mjs`` process; use as a context manager.
+
+    ``call(op, **params)`` returns the op's ``result`` or raises ``OracleError``.
+    Calls are serialized by a lock. If the process dies or a call times out,
+    the process is discarded and the next call starts a fresh one.
+    """
+
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._timeout = timeout
+        self._proc: subprocess.Popen[str] | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=50)
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> PiOracle:
+        self._start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def call(self, op: str, **params: Any) -> Any:
+        """Send one request and return its result; raise ``OracleError`` on ``ok: false``."""
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+            reply = self._roundtrip(json.dumps({"op": op, **params}, ensure_ascii=False))
+        if not reply.get("ok"):
+            raise OracleError(f"{op}: {reply.get('error')}")
+        return reply.get("result")
+
+    def close(self) -> None:
+        """Stop the process (closing stdin lets it exit on its own)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+
+    def _start(self) -> None:
+        reason = oracle_available()
+        if reason is not None:
+            raise OracleError(reason)
+        self.close()
+        self._lines = queue.Queue()
+        self._proc = subprocess.Popen(
+            ["node", str(ORACLE_SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            bufsize=1,
+        )
+        pump = (self._proc.stdout, self._lines)
+        threading.Thread(target=self._pump, args=pump, daemon=True).start()
+        threading.Thread(target=self._drain, args=(self._proc.stderr,), daemon=True).start()
+
+    def _roundtrip(self, request: str) -> dict[str, Any]:
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(request + "\n")
+            self._proc.stdin.flush()
+            line = self._lines.get(timeout=self._timeout)
+        except (BrokenPipeError, queue.Empty) as exc:
+            self._kill()
+            tail = self._stderr_tail()
+            raise OracleError(f"oracle did not answer: {exc!r}; stderr: {tail}") from exc
+        if line is None:
+            self._kill()
+            raise OracleError(f"oracle exited; stderr: {self._stderr_tail()}")
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def _stderr_tail(self) -> str:
+        return "".join(self._stderr).strip() or "(empty)"
+
+    @staticmethod
+    def _pump(stream: Any, lines: queue.Queue[str | None]) -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    def _drain(self, stream: Any) -> None:
+        for line in stream:
+            self._stderr.append(line)
