@@ -1,0 +1,186 @@
+"""Token accounting exactly as Pi 0.73.1 does it.
+
+Invariants:
+
+* ``estimate_tokens(m) == ceil(chars / 4)`` where chars are UTF-16 code units
+  counted per role as Pi 0.73.1 counts them (user images count 0; custom and
+  tool-result images count 4800 chars; tool calls count ``name`` plus
+  ``JSON.stringify(arguments)``; summaries count the bare summary).
+* A message has valid usage iff it is an assistant with a truthy ``usage``
+  whose ``stopReason`` is neither ``aborted`` nor ``error`` (0.73.1 still
+  accepts an all-zero usage).
+* ``estimate_context_tokens`` = usage of the last valid message plus the
+  estimates of the messages after it, or the sum of all estimates when no
+  message has valid usage.
+* ``should_compact`` is strict: ``tokens > window - reserve``.
+
+Malformed messages never raise: a field of the wrong type counts as empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from pi_sessiond.compaction.text import js_stringify, js_truthy, utf16_len
+from pi_sessiond.store.entry import Entry
+
+JsonDict = dict[str, Any]
+
+IMAGE_CHARS = 4800
+_SUMMARY_ROLES = frozenset({"branchSummary", "compactionSummary"})
+_USAGE_PARTS = ("input", "output", "cacheRead", "cacheWrite")
+
+
+@attrs.frozen
+class CompactionSettings:
+    """Pi's ``compaction`` settings block (defaults = ``DEFAULT_COMPACTION_SETTINGS``)."""
+
+    enabled: bool = True
+    reserve_tokens: int = 16384
+    keep_recent_tokens: int = 20000
+
+    def to_json(self) -> JsonDict:
+        """The settings in Pi's camelCase shape."""
+        return {
+            "enabled": self.enabled,
+            "reserveTokens": self.reserve_tokens,
+            "keepRecentTokens": self.keep_recent_tokens,
+        }
+
+
+DEFAULT_COMPACTION_SETTINGS = CompactionSettings()
+
+
+@attrs.frozen
+class ContextTokenEstimate:
+    """Result of ``estimate_context_tokens`` (Pi's ``ContextUsageEstimate``)."""
+
+    tokens: int
+    usage_tokens: int
+    trailing_tokens: int
+    last_usage_index: int | None
+
+
+def _chars(value: Any) -> int:
+    return utf16_len(value) if isinstance(value, str) else 0
+
+
+def _ceil_quarter(chars: int) -> int:
+    return (chars + 3) // 4
+
+
+def _block_chars(blocks: Any, *, images: bool) -> int:
+    """Chars of the truthy text blocks (plus images when they count)."""
+    if isinstance(blocks, str):
+        return utf16_len(blocks)
+    if not isinstance(blocks, list):
+        return 0
+    chars = 0
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and js_truthy(block.get("text")):
+            chars += _chars(block.get("text"))
+        elif kind == "image" and images:
+            chars += IMAGE_CHARS
+    return chars
+
+
+def _assistant_chars(content: Any) -> int:
+    if not isinstance(content, list):
+        return 0
+    chars = 0
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            chars += _chars(block.get("text"))
+        elif kind == "thinking":
+            chars += _chars(block.get("thinking"))
+        elif kind == "toolCall":
+            chars += _chars(block.get("name"))
+            if "arguments" in block:
+                chars += utf16_len(js_stringify(block["arguments"]))
+    return chars
+
+
+def estimate_tokens(message: JsonDict) -> int:
+    """Pi's ``estimateTokens``: a ``ceil(chars / 4)`` estimate of one agent message."""
+    role = message.get("role")
+    if role == "user":
+        return _ceil_quarter(_block_chars(message.get("content"), images=False))
+    if role == "assistant":
+        return _ceil_quarter(_assistant_chars(message.get("content")))
+    if role in ("custom", "toolResult"):
+        return _ceil_quarter(_block_chars(message.get("content"), images=True))
+    if role == "bashExecution":
+        return _ceil_quarter(_chars(message.get("command")) + _chars(message.get("output")))
+    if role in _SUMMARY_ROLES:
+        return _ceil_quarter(_chars(message.get("summary")))
+    return 0
+
+
+def _number(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return int(value)
+
+
+def calculate_context_tokens(usage: JsonDict) -> int:
+    """``totalTokens`` when truthy, else input + output + cacheRead + cacheWrite."""
+    total = usage.get("totalTokens")
+    if js_truthy(total) and isinstance(total, int | float) and not isinstance(total, bool):
+        return int(total)
+    return sum(_number(usage.get(part)) for part in _USAGE_PARTS)
+
+
+def assistant_usage(message: JsonDict | None) -> JsonDict | None:
+    """The usage of a message with valid usage (0.73.1 rule), else ``None``."""
+    if message is None or message.get("role") != "assistant":
+        return None
+    if message.get("stopReason") in ("aborted", "error"):
+        return None
+    usage = message.get("usage")
+    return usage if isinstance(usage, dict) else None
+
+
+def get_last_assistant_usage(entries: Sequence[Entry]) -> JsonDict | None:
+    """Usage of the newest ``message`` entry with valid usage, scanning from the end."""
+    for entry in reversed(entries):
+        if entry.type == "message":
+            usage = assistant_usage(entry.message)
+            if usage is not None:
+                return usage
+    return None
+
+
+def _last_usage(messages: Sequence[JsonDict]) -> tuple[int, JsonDict] | None:
+    for index in range(len(messages) - 1, -1, -1):
+        usage = assistant_usage(messages[index])
+        if usage is not None:
+            return index, usage
+    return None
+
+
+def estimate_context_tokens(messages: Sequence[JsonDict]) -> ContextTokenEstimate:
+    """Pi's ``estimateContextTokens``: last valid usage plus trailing estimates."""
+    found = _last_usage(messages)
+    if found is None:
+        estimated = sum(estimate_tokens(m) for m in messages)
+        return ContextTokenEstimate(estimated, 0, estimated, None)
+    index, usage = found
+    usage_tokens = calculate_context_tokens(usage)
+    trailing = sum(estimate_tokens(m) for m in messages[index + 1 :])
+    return ContextTokenEstimate(usage_tokens + trailing, usage_tokens, trailing, index)
+
+
+def should_compact(context_tokens: int, context_window: int, settings: CompactionSettings) -> bool:
+    """Whether the context crossed the threshold (strictly above window - reserve)."""
+    if not settings.enabled:
+        return False
+    return context_tokens > context_window - settings.reserve_tokens

@@ -1,0 +1,147 @@
+"""``pi-sessiond compact FILE --dry-run`` (PROTOCOL.md "Command line")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.unit.compaction.builders import PathBuilder, chars, usage
+
+from pi_sessiond.cli import main
+from pi_sessiond.compaction.prompts import SUMMARIZATION_PROMPT, UPDATE_SUMMARIZATION_PROMPT
+
+K = 4000
+KEYS = [
+    "firstKeptEntryId",
+    "isSplitTurn",
+    "tokensBefore",
+    "messagesToSummarize",
+    "turnPrefixMessages",
+    "previousSummary",
+    "readFiles",
+    "modifiedFiles",
+    "serialized",
+    "turnPrefixSerialized",
+    "prompt",
+    "nothingToCompact",
+]
+HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
+
+
+def write(tmp_path: Path, b: PathBuilder, name: str = "s.jsonl") -> Path:
+    path = tmp_path / name
+    lines = [HEADER] + [e.data for e in b.entries]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    code = main(["compact", *argv, "--dry-run", "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out) if captured.out else None, captured.err
+
+
+def conversation(tool_path: str = "a.ts") -> PathBuilder:
+    b = PathBuilder()
+    b.user(chars(K))
+    b.assistant(chars(K), calls=[("read", {"path": tool_path})])
+    b.tool(chars(K), "read")
+    b.user(chars(K))
+    b.assistant(chars(K), use=usage(12_345))
+    return b
+
+
+def test_dry_run_prints_the_preparation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, conversation())
+    before = path.read_bytes()
+    code, doc, _ = run_json(capsys, str(path), "--keep-recent-tokens", "2000")
+    assert code == 0
+    assert list(doc) == KEYS
+    assert doc["firstKeptEntryId"] == "e0003" and doc["isSplitTurn"] is False
+    assert [m["role"] for m in doc["messagesToSummarize"]] == ["user", "assistant", "toolResult"]
+    assert doc["turnPrefixMessages"] == [] and doc["turnPrefixSerialized"] == ""
+    assert doc["readFiles"] == ["a.ts"] and doc["modifiedFiles"] == []
+    assert doc["serialized"].startswith("[User]: xxx")
+    assert doc["prompt"] == f"<conversation>\n{doc['serialized']}\n</conversation>\n\n{SUMMARIZATION_PROMPT}"
+    assert doc["previousSummary"] is None and doc["nothingToCompact"] is False
+    assert doc["tokensBefore"] == 12_345
+    assert path.read_bytes() == before
+
+
+def test_instructions_and_previous_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    b = conversation()
+    b.compaction("e0003", summary="PREV")
+    b.user(chars(K))
+    b.assistant(chars(K))
+    path = write(tmp_path, b)
+    code, doc, _ = run_json(capsys, str(path), "--keep-recent-tokens", "1500", "--instructions", "tests")
+    assert code == 0
+    assert doc["previousSummary"] == "PREV"
+    assert "<previous-summary>\nPREV\n</previous-summary>\n\n" in doc["prompt"]
+    assert doc["prompt"].endswith(UPDATE_SUMMARIZATION_PROMPT + "\n\nAdditional focus: tests")
+
+
+def test_empty_preparation_exits_zero_flagged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, conversation())
+    code, doc, _ = run_json(capsys, str(path))
+    assert code == 0
+    assert doc["nothingToCompact"] is True
+    assert doc["messagesToSummarize"] == [] and doc["serialized"] == ""
+    assert doc["prompt"].startswith("<conversation>\n\n</conversation>\n\n")
+
+
+def test_split_turn_without_history_has_no_history_prompt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    b = PathBuilder()
+    b.user(chars(K))
+    b.assistant(chars(K))
+    b.assistant(chars(K))
+    path = write(tmp_path, b)
+    code, doc, _ = run_json(capsys, str(path), "--keep-recent-tokens", "1000")
+    assert code == 0
+    assert doc["isSplitTurn"] is True and doc["messagesToSummarize"] == []
+    assert doc["turnPrefixSerialized"].startswith("[User]: ")
+    assert doc["prompt"] == ""
+
+
+def test_already_compacted_exits_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    b = conversation()
+    b.compaction("e0003")
+    code, doc, err = run_json(capsys, str(write(tmp_path, b)))
+    assert code == 1 and doc is None
+    assert "Already compacted" in err
+
+
+def test_empty_session_exits_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_json(capsys, str(write(tmp_path, PathBuilder())))
+    assert code == 1
+    assert "Nothing to compact" in err
+
+
+def test_without_dry_run_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, conversation())
+    before = path.read_bytes()
+    assert main(["compact", str(path)]) == 1
+    assert "summarizer not available yet" in capsys.readouterr().err
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("bad", [["--keep-recent-tokens", "-1"], ["--reserve-tokens", "x"]])
+def test_bad_numbers_are_usage_errors(tmp_path: Path, bad: list[str]) -> None:
+    path = write(tmp_path, conversation())
+    with pytest.raises(SystemExit) as exc:
+        main(["compact", str(path), "--dry-run", *bad])
+    assert exc.value.code == 2
+
+
+def test_missing_file_argument_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compact", "--dry-run"]) == 2
+
+
+def test_text_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, conversation())
+    assert main(["compact", str(path), "--dry-run", "--keep-recent-tokens", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "first kept entry: e0003 (path index 3)" in out
+    assert "messages to summarize: 3" in out
