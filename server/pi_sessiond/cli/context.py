@@ -1,0 +1,89 @@
+"""``pi-sessiond context FILE [--leaf ID] [--json]``: the LLM context of a leaf."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pi_protocol import ContextResult, unstructure
+from pi_sessiond.cli.common import add_file_argument, open_session, preview, print_json, session_path
+from pi_sessiond.compaction.tokens import estimate_context_tokens
+from pi_sessiond.store.errors import UnknownEntryError
+from pi_sessiond.store.session import Session
+
+
+def add_parser(sub: Any) -> None:
+    parser = sub.add_parser("context", help="print the LLM context of the leaf (or --leaf ID)")
+    add_file_argument(parser)
+    parser.add_argument("--leaf", metavar="ID", help="build the context of this entry instead of the leaf")
+    parser.add_argument("--json", action="store_true", help="print the pi/getContext result as JSON")
+    parser.set_defaults(run=run)
+
+
+def context_result(session: Session, leaf_id: str | None) -> ContextResult:
+    """The ``pi/getContext`` result for ``leaf_id`` (default: the leaf)."""
+    if leaf_id is not None:
+        session.entry(leaf_id)
+        ctx = session.context(leaf_id)
+    else:
+        ctx = session.context()
+    messages = list(ctx.messages)
+    return ContextResult(
+        messages=messages,
+        thinking_level=ctx.thinking_level,
+        model=ctx.model,
+        tokens=estimate_context_tokens(messages).tokens,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    session = open_session(session_path(args))
+    try:
+        result = context_result(session, args.leaf)
+    except UnknownEntryError as exc:
+        from pi_sessiond.cli.common import CliError
+
+        raise CliError(str(exc)) from exc
+    if args.json:
+        print_json(unstructure(result))
+        return 0
+    model = result.model or {}
+    print(f"model: {model.get('provider', '?')}/{model.get('modelId', '?')}  thinking: {result.thinking_level}")
+    print(f"messages: {len(result.messages)}  tokens: {result.tokens}")
+    for i, message in enumerate(result.messages):
+        print(f"{i:5d} {describe(message)}")
+    return 0
+
+
+def describe(message: Any) -> str:
+    """``role: preview`` for one context message."""
+    if not isinstance(message, dict):
+        return "?"
+    role = str(message.get("role", "?"))
+    return f"{role:17s} {preview(message_text(message))}"
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """A short human-readable rendering of a message's content."""
+    role = message.get("role")
+    if role in ("compactionSummary", "branchSummary"):
+        return str(message.get("summary", ""))
+    if role == "bashExecution":
+        return f"$ {message.get('command', '')}"
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "thinking":
+            parts.append(f"(thinking) {block.get('thinking', '')}")
+        elif kind == "toolCall":
+            parts.append(f"{block.get('name', '?')}(…)")
+        elif kind == "image":
+            parts.append("[image]")
+    return " ".join(parts)

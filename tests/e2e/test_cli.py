@@ -1,0 +1,72 @@
+"""The command line as a real subprocess: JSON shapes and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.unit.store.helpers import assistant, user, write_lines
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pi_sessiond", *args], capture_output=True, text=True, timeout=120)
+
+
+def ok_json(*args: str) -> Any:
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_context_json_of_the_real_fixture(real_session: Path) -> None:
+    result = ok_json("context", str(real_session), "--json")
+    assert list(result) == ["messages", "thinkingLevel", "model", "tokens"]
+    assert len(result["messages"]) == 446
+    assert result["tokens"] == 180820  # last valid usage 168018 + 12802 trailing estimate
+    assert result["model"] == {"provider": "anthropic", "modelId": "claude-opus-4-5"}
+    before_first = ok_json("context", str(real_session), "--leaf", f"{357:08x}", "--json")
+    assert "compactionSummary" not in [m["role"] for m in before_first["messages"]]
+
+
+def test_tree_json_lists_every_entry_after_migration(real_session: Path) -> None:
+    result = ok_json("tree", str(real_session), "--json")
+    assert result["leafId"] == f"{1002:08x}"
+    assert len(result["entries"]) == 1002
+    assert result["entries"][0]["id"] == "00000001" and result["entries"][0]["parentId"] is None
+
+
+def test_tree_json_splices_untouched_lines_verbatim(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "s.jsonl", [user("a", None, "x"), assistant("b", "a", "y")])
+    raw_lines = path.read_text().splitlines()[1:]
+    done = cli("tree", str(path), "--json")
+    assert done.stdout == '{"leafId":"b","entries":[' + ",".join(raw_lines) + "]}\n"
+
+
+def test_example_commands_and_human_output() -> None:
+    for command in ("context", "tree"):
+        done = cli(command, "--example")
+        assert done.returncode == 0, done.stderr
+        assert len(done.stdout.splitlines()) > 10
+    tree = ok_json("tree", "--example", "--json")
+    assert len(tree["entries"]) > 50
+
+
+def test_exit_codes(tmp_path: Path) -> None:
+    assert cli("context").returncode == 2
+    assert cli("context", str(tmp_path / "missing.jsonl")).returncode == 1
+    path = write_lines(tmp_path / "s.jsonl", [user("a", None, "x")])
+    unknown = cli("context", str(path), "--leaf", "nope")
+    assert unknown.returncode == 1 and "Entry nope not found" in unknown.stderr
+    assert cli("no-such-command").returncode == 2
+
+
+def test_warnings_go_to_stderr_and_output_stays_json(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "s.jsonl", [user("a", None, "x")])
+    path.write_text(path.read_text() + "{broken\n")
+    done = cli("context", str(path), "--json")
+    assert done.returncode == 0
+    assert ":3: warning: malformed JSON line skipped" in done.stderr
+    assert len(json.loads(done.stdout)["messages"]) == 1
