@@ -14,9 +14,9 @@ import orjson
 import pytest
 from tests.conftest import require
 
+from pi_sessiond.compaction.text import utf16_len
 from pi_sessiond.examples import example_path
 from pi_sessiond.examples import generator as gen
-from pi_sessiond.examples.content import utf16_len
 
 Json = dict[str, Any]
 ID = re.compile(r"^[0-9a-f]{8}$")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import random
 from typing import NamedTuple
 
+from pi_sessiond.compaction.fileops import format_file_operations
+
 
 class Task(NamedTuple):
     """One coding request a user makes in a turn."""
@@ -315,16 +317,6 @@ def bullets(items: list[str], mark: str) -> str:
     return "\n".join(f"- {mark}{item}" for item in items) if items else "- (none)"
 
 
-def file_ops_text(read_files: list[str], modified_files: list[str]) -> str:
-    """Pi's ``formatFileOperations`` block appended to generated summaries."""
-    sections = []
-    if read_files:
-        sections.append("<read-files>\n" + "\n".join(read_files) + "\n</read-files>")
-    if modified_files:
-        sections.append("<modified-files>\n" + "\n".join(modified_files) + "\n</modified-files>")
-    return "\n\n" + "\n\n".join(sections) if sections else ""
-
-
 def compaction_summary(done: list[Task], current: Task, files: tuple[list[str], list[str]]) -> str:
     """A structured checkpoint summary in the format of Pi's ``SUMMARIZATION_PROMPT``."""
     goals = "\n".join(f"- {t.goal}" for t in [*done, current])
@@ -338,7 +330,7 @@ def compaction_summary(done: list[Task], current: Task, files: tuple[list[str], 
         f"## Next Steps\n1. Finish `{current.symbol}` in `{current.file}`\n"
         f"2. Add a regression test to `{current.test}`\n3. Run `npm test` and `npm run lint`\n\n"
         f"## Critical Context\n- Test command: `npm test -- {current.test}`"
-        + file_ops_text(*files)
+        + format_file_operations(*files)
     )
 
 
@@ -351,7 +343,7 @@ def branch_summary(task: Task, files: tuple[list[str], list[str]]) -> str:
         f"## Progress\n### Done\n- [x] Read `{task.file}`\n\n### In Progress\n"
         f"- [ ] {task.done}\n\n### Blocked\n- Approach abandoned; the user went back\n\n"
         f"## Key Decisions\n- {task.decision}\n\n## Next Steps\n1. Try a smaller change first"
-        + file_ops_text(*files)
+        + format_file_operations(*files)
     )
 
 
@@ -368,11 +360,6 @@ UNICODE_TEXT = (
     "Deploy 🚀 to 東京 (ap-northeast-1), then ping Zoë and José — naïve café, "
     "e\u0301 vs é, 👩🏽\u200d💻, עברית, Ελληνικά, 🇯🇵"
 )
-
-
-def utf16_len(text: str) -> int:
-    """Length in UTF-16 code units (what JavaScript's ``length`` reports)."""
-    return len(text.encode("utf-16-le")) // 2
 
 
 def exactly_2000_units() -> str:
