@@ -15,6 +15,7 @@ from pi_sessiond.cli import compact as compact_command
 from pi_sessiond.cli import context as context_command
 from pi_sessiond.cli import tree as tree_command
 from pi_sessiond.cli.common import CliError
+from pi_sessiond.store.errors import StoreError
 
 _COMMANDS = (context_command, tree_command, compact_command)
 
@@ -44,6 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"pi-sessiond {args.command}: {exc}", file=sys.stderr)
         return exc.code
+    except StoreError as exc:  # unknown entry, read-only file, bad entry: the operation failed
+        print(f"pi-sessiond {args.command}: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         return 1
     return code

@@ -8,7 +8,6 @@ from typing import Any
 from pi_protocol import ContextResult, unstructure
 from pi_sessiond.cli.common import add_file_argument, open_session, preview, print_json, session_path
 from pi_sessiond.compaction.tokens import estimate_context_tokens
-from pi_sessiond.store.errors import UnknownEntryError
 from pi_sessiond.store.session import Session
 
 
@@ -38,12 +37,7 @@ def context_result(session: Session, leaf_id: str | None) -> ContextResult:
 
 def run(args: argparse.Namespace) -> int:
     session = open_session(session_path(args))
-    try:
-        result = context_result(session, args.leaf)
-    except UnknownEntryError as exc:
-        from pi_sessiond.cli.common import CliError
-
-        raise CliError(str(exc)) from exc
+    result = context_result(session, args.leaf)
     if args.json:
         print_json(unstructure(result))
         return 0

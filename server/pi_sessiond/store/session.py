@@ -41,6 +41,7 @@ class Session:
         self.warnings: list[Warning] = []
         self.fsync = True
         self.read_only_reason: str | None = None
+        self.source_version = CURRENT_VERSION  # the format version the file had on disk
         self._on_disk = False
         self._needs_rewrite = False
         self._needs_newline = False
@@ -84,8 +85,6 @@ class Session:
             header["parentSession"] = parent_session
         path = directory / session_file_name(timestamp, sid) if directory is not None else None
         return cls(header, SessionTree(), path)
-
-    source_version: int = CURRENT_VERSION
 
     # ------------------------------------------------------------------ read
     @property
