@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pi_protocol import CompactionPreview, unstructure
 from pi_sessiond.cli.common import CliError, add_file_argument, open_session, print_json, session_path
 from pi_sessiond.compaction.prepare import (
     CompactionPreparation,
@@ -22,7 +23,6 @@ from pi_sessiond.compaction.prepare import (
 from pi_sessiond.compaction.tokens import CompactionSettings
 from pi_sessiond.store.entry import Entry
 
-JsonDict = dict[str, Any]
 NO_SUMMARIZER = "summarizer not available yet; use --dry-run to preview the compaction"
 ALREADY_COMPACTED = "Already compacted"
 TOO_SMALL = "Nothing to compact (session too small)"
@@ -73,27 +73,27 @@ def refusal(path: list[Entry]) -> str:
     return ALREADY_COMPACTED if path and path[-1].type == "compaction" else TOO_SMALL
 
 
-def dry_run_json(prep: CompactionPreparation, instructions: str | None) -> JsonDict:
+def preview(prep: CompactionPreparation, instructions: str | None) -> CompactionPreview:
     """The ``--dry-run --json`` document (PROTOCOL.md "Command line")."""
     requests = summary_requests(prep, instructions)
     lists = prep.file_lists
-    return {
-        "firstKeptEntryId": prep.first_kept_entry_id,
-        "isSplitTurn": prep.is_split_turn,
-        "tokensBefore": prep.tokens_before,
-        "messagesToSummarize": list(prep.messages_to_summarize),
-        "turnPrefixMessages": list(prep.turn_prefix_messages),
-        "previousSummary": prep.previous_summary,
-        "readFiles": list(lists.read_files),
-        "modifiedFiles": list(lists.modified_files),
-        "serialized": requests.serialized,
-        "turnPrefixSerialized": requests.turn_prefix_serialized,
-        "prompt": requests.history_prompt or "",
-        "nothingToCompact": prep.nothing_to_compact,
-    }
+    return CompactionPreview(
+        first_kept_entry_id=prep.first_kept_entry_id,
+        is_split_turn=prep.is_split_turn,
+        tokens_before=prep.tokens_before,
+        messages_to_summarize=list(prep.messages_to_summarize),
+        turn_prefix_messages=list(prep.turn_prefix_messages),
+        previous_summary=prep.previous_summary,
+        read_files=list(lists.read_files),
+        modified_files=list(lists.modified_files),
+        serialized=requests.serialized,
+        turn_prefix_serialized=requests.turn_prefix_serialized,
+        prompt=requests.history_prompt or "",
+        nothing_to_compact=prep.nothing_to_compact,
+    )
 
 
-def _print_text(prep: CompactionPreparation, doc: JsonDict) -> None:
+def _print_text(prep: CompactionPreparation, doc: CompactionPreview) -> None:
     split = f"yes, turn starts at index {prep.turn_start_index}" if prep.is_split_turn else "no"
     print(f"first kept entry: {prep.first_kept_entry_id} (path index {prep.first_kept_entry_index})")
     print(f"split turn: {split}")
@@ -101,7 +101,7 @@ def _print_text(prep: CompactionPreparation, doc: JsonDict) -> None:
     print(f"messages to summarize: {len(prep.messages_to_summarize)}")
     print(f"turn prefix messages: {len(prep.turn_prefix_messages)}")
     print(f"previous summary: {'yes' if prep.previous_summary else 'no'}")
-    print(f"read files: {len(doc['readFiles'])}  modified files: {len(doc['modifiedFiles'])}")
+    print(f"read files: {len(doc.read_files)}  modified files: {len(doc.modified_files)}")
     if prep.nothing_to_compact:
         print("nothing to compact: Pi 0.73.1 would still ask for a summary of an empty conversation")
     print("(use --json for the serialized conversation and the full request text)")
@@ -116,9 +116,9 @@ def run(args: argparse.Namespace) -> int:
     prep = prepare_compaction(path, settings_from(args))
     if prep is None:
         raise CliError(refusal(path), 1)
-    doc = dry_run_json(prep, args.instructions)
+    doc = preview(prep, args.instructions)
     if args.json:
-        print_json(doc)
+        print_json(unstructure(doc))
     else:
         _print_text(prep, doc)
     return 0
