@@ -1,0 +1,1 @@
+"""Summarizers: the offline default and real LLM providers, behind one Protocol."""

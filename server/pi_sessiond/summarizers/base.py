@@ -1,0 +1,78 @@
+"""The one interface every summarizer implements.
+
+A summarizer turns one :class:`SummaryRequest` (system prompt, one user
+message holding the serialized conversation and instructions, an output cap,
+an optional reasoning level) into a :class:`SummaryResult` (text + usage).
+Cancellation is plain asyncio cancellation: a cancelled ``summarize`` closes
+its HTTP stream at once and re-raises ``CancelledError``; it never returns a
+partial summary. ``progress`` is called with the number of output tokens
+streamed so far (an estimate when the provider does not say).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Protocol
+
+import attrs
+
+from pi_protocol import Usage
+
+JsonDict = dict[str, Any]
+Purpose = Literal["history", "turnPrefix", "branch"]
+ProgressCallback = Callable[[int], None]
+
+
+@attrs.frozen(kw_only=True)
+class SummaryRequest:
+    """One summarization call.
+
+    ``system_prompt`` and ``prompt`` are the exact texts a model receives.
+    The structured fields (``messages`` — Pi's AgentMessages being summarized
+    —, ``previous_summary``, ``custom_instructions``, ``purpose``) are what the
+    offline summarizer works from; network providers ignore them.
+    """
+
+    system_prompt: str
+    prompt: str
+    max_tokens: int
+    purpose: Purpose = "history"
+    reasoning: str | None = None
+    messages: Sequence[JsonDict] = ()
+    previous_summary: str | None = None
+    custom_instructions: str | None = None
+    replace_instructions: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class SummaryResult:
+    """The model's answer: its text blocks joined with newlines, and what it cost."""
+
+    text: str
+    usage: Usage = attrs.field(factory=Usage)
+    provider: str = ""
+    model: str = ""
+
+
+class Summarizer(Protocol):
+    """Anything that can summarize: the offline summarizer or a provider."""
+
+    @property
+    def name(self) -> str:
+        """``offline``, ``openai`` or ``anthropic`` (plus the model, for logs)."""
+        ...
+
+    @property
+    def context_window(self) -> int:
+        """The summarizer model's context window, for input budgets."""
+        ...
+
+    async def summarize(
+        self, request: SummaryRequest, *, progress: ProgressCallback | None = None
+    ) -> SummaryResult:
+        """Produce the summary; raises :class:`SummarizerError` after retries."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...

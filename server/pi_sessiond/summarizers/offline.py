@@ -1,0 +1,303 @@
+"""The offline summarizer: Pi's structured summary formats, filled without a model.
+
+Deterministic, instant, no network: the sections are built from the messages
+themselves (:mod:`offline_extract`) and, for an update, merged with the
+previous summary. It is the embedded default when no provider is configured.
+
+Invariants:
+
+* The output has every heading of the requested format (history, turn
+  prefix or branch, exactly as in :mod:`pi_sessiond.compaction.prompts`), in
+  order, and nothing else at heading level: item text never starts a line
+  with ``#`` (continuation lines are indented by two spaces).
+* Same request => same bytes. Usage is all zeros.
+* Update merge: every item of a structured previous summary is kept (an
+  In Progress item whose path was now edited moves to Done, a Blocked one to
+  Done as resolved); an unstructured previous summary is kept whole, quoted,
+  under Critical Context. ``<read-files>``/``<modified-files>`` blocks are
+  not written (the engine appends them) and are dropped from the previous
+  summary for the same reason.
+* ``max_tokens`` (4 chars a token): the longest section loses its oldest item
+  first, items matching the custom instructions last; headings stay.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+from pi_protocol import Usage
+from pi_sessiond.compaction.prompts import SPLIT_TURN_SEPARATOR
+from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
+from pi_sessiond.summarizers.offline_extract import Extraction, extract, message_text, trim_block
+
+CHARS_PER_TOKEN = 4
+_LIMITS = {"goal": 12, "constraints": 10, "done": 40, "decisions": 10, "next": 8, "ids": 20}
+_FILE_TAGS = re.compile(r"\n*<(read-files|modified-files)>\n.*?\n</\1>", re.S)
+_ITEM = re.compile(r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)(.*)$")
+_CURRENT = " (current)"
+_STOPWORDS = frozenset(
+    {"about", "after", "also", "and", "are", "but", "for", "from", "have", "into", "more", "only", "that", "the"}
+    | {"then", "this", "what", "when", "with"}
+)
+
+# key, heading, item marker
+_SPECS = {
+    "goal": ("## Goal", "- "),
+    "constraints": ("## Constraints & Preferences", "- "),
+    "done": ("### Done", "- [x] "),
+    "in_progress": ("### In Progress", "- [ ] "),
+    "blocked": ("### Blocked", "- "),
+    "decisions": ("## Key Decisions", "- "),
+    "next": ("## Next Steps", "1. "),
+    "critical": ("## Critical Context", "- "),
+    "request": ("## Original Request", "> "),
+    "early": ("## Early Progress", "- "),
+    "suffix": ("## Context for Suffix", "- "),
+}
+_HISTORY = ("goal", "constraints", "done", "in_progress", "blocked", "decisions", "next", "critical")
+_BRANCH = _HISTORY[:-1]
+_TURN_PREFIX = ("request", "early", "suffix")
+_HEADING_KEYS = {heading: key for key, (heading, _) in _SPECS.items()}
+
+
+@attrs.define
+class _Section:
+    key: str
+    items: list[str]
+    newest_first: bool = False
+
+
+class OfflineSummarizer:
+    """The :class:`~pi_sessiond.summarizers.base.Summarizer` that needs no model."""
+
+    @property
+    def name(self) -> str:
+        """Always ``offline``."""
+        return "offline"
+
+    @property
+    def context_window(self) -> int:
+        """No input limit of its own; large enough that callers never trim for it."""
+        return 1_000_000
+
+    async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None) -> SummaryResult:
+        """The structured summary of ``request.messages`` for ``request.purpose``."""
+        text = build_summary(request, progress=progress)
+        return SummaryResult(text=text, usage=Usage(), provider="offline", model="offline")
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+def build_summary(request: SummaryRequest, *, progress: ProgressCallback | None = None) -> str:
+    """The summary text (pure; ``progress`` gets growing output-token counts)."""
+    focus = _focus_words(request.custom_instructions)
+    found = extract(request.messages, focus)
+    if progress is not None:
+        progress(1)
+    if request.purpose == "turnPrefix":
+        sections = _turn_prefix_sections(request.messages, found)
+    else:
+        sections = _history_sections(found, request, focus)
+    budget = request.max_tokens * CHARS_PER_TOKEN if request.max_tokens > 0 else None
+    if budget is not None:
+        _fit(sections, budget, focus)
+    return _render(sections, progress)
+
+
+def _focus_words(instructions: str | None) -> frozenset[str]:
+    words = re.findall(r"[\w./-]{4,}", (instructions or "").lower())
+    return frozenset(w for w in words if w not in _STOPWORDS)
+
+
+def _matches(item: str, focus: frozenset[str]) -> bool:
+    lowered = item.lower()
+    return any(word in lowered for word in focus)
+
+
+def _select(items: Sequence[str], limit: int, focus: frozenset[str]) -> list[str]:
+    """At most ``limit`` items, order kept: focus matches first, then the newest."""
+    if len(items) <= limit:
+        return list(items)
+    ranked = sorted(range(len(items)), key=lambda i: (not _matches(items[i], focus), -i))
+    return [items[i] for i in sorted(ranked[:limit])]
+
+
+def _history_sections(found: Extraction, request: SummaryRequest, focus: frozenset[str]) -> list[_Section]:
+    goals = _select(found.requests, _LIMITS["goal"], focus)
+    if goals:
+        goals[-1] += _CURRENT
+    critical = _critical(found, request, focus)
+    new = {
+        "goal": goals,
+        "constraints": _select(found.constraints, _LIMITS["constraints"], focus),
+        "done": list(found.done),
+        "in_progress": list(found.in_progress),
+        "blocked": list(found.blocked),
+        "decisions": _select(found.decisions, _LIMITS["decisions"], focus),
+        "next": _select(found.next_steps, _LIMITS["next"], focus),
+        "critical": critical,
+    }
+    if request.purpose == "history" and request.previous_summary:
+        new = _merge(parse_summary(request.previous_summary), new, found.done_paths)
+    keys = _HISTORY if request.purpose == "history" else _BRANCH
+    return [_Section(k, new[k], newest_first=k == "next") for k in keys]
+
+
+def _critical(found: Extraction, request: SummaryRequest, focus: frozenset[str]) -> list[str]:
+    items = list(found.notes)
+    if request.custom_instructions:
+        items.append("Additional focus: " + request.custom_instructions.strip())
+    items += [f"Error: {e}" if i else f"Last error: {e}" for i, e in enumerate(reversed(found.errors))][::-1]
+    ids = _select(found.identifiers, _LIMITS["ids"], focus)
+    if ids:
+        items.append("Identifiers in recent use: " + ", ".join(f"`{i}`" for i in ids))
+    if found.last_request:
+        items.append("Last user request (verbatim):\n" + found.last_request)
+    return items
+
+
+def _turn_prefix_sections(messages: Sequence[dict[str, object]], found: Extraction) -> list[_Section]:
+    first_user = next((m for m in messages if m.get("role") == "user"), None)
+    original = trim_block(message_text(first_user), 2000) if first_user else ""
+    early = list(found.done) + [d.replace("**", "") for d in found.decisions]
+    suffix = list(found.notes) + [f"Error: {e}" for e in found.errors] + list(found.in_progress[1:])
+    if found.identifiers:
+        suffix.append("Identifiers: " + ", ".join(f"`{i}`" for i in found.identifiers[-_LIMITS["ids"] :]))
+    return [
+        _Section("request", [original or "(not in the summarized prefix)"]),
+        _Section("early", _select(early, _LIMITS["done"], frozenset())),
+        _Section("suffix", suffix),
+    ]
+
+
+def parse_summary(text: str) -> dict[str, list[str]]:
+    """The items of a summary by section key; an unstructured one under ``earlier``.
+
+    A summary is structured when it has ``## Goal`` and ``## Progress`` and no
+    ``## `` heading of its own. A split-turn part is kept as one quoted item.
+    """
+    text = _FILE_TAGS.sub("", text).strip()
+    history, _, turn = text.partition(SPLIT_TURN_SEPARATOR.strip("\n"))
+    sections = _parse_structured(history.strip())
+    if sections is None:
+        sections = {"earlier": [_quote("Earlier context (previous summary, kept verbatim):", history)]}
+        sections.update(_lift(history))
+    if turn.strip():
+        sections.setdefault("critical", []).append(_quote("Earlier split-turn context:", turn))
+    return sections
+
+
+def _lift(text: str) -> dict[str, list[str]]:
+    """Goal and preference sections of a free-form summary, lifted into ours."""
+    lifted: dict[str, list[str]] = {}
+    for heading, body in re.findall(r"^## (.+)\n+((?:(?!#).*\n?)*)", text, re.M):
+        key = "goal" if heading.strip() == "Goal" else None
+        key = "constraints" if re.search(r"preference|constraint", heading, re.I) else key
+        if key is not None:
+            lines = [re.sub(r"^[-*+•]\s+|^\d+[.)]\s+", "", ln.strip()) for ln in body.splitlines()]
+            lifted.setdefault(key, []).extend(ln for ln in lines if ln)
+    return lifted
+
+
+def _quote(title: str, text: str) -> str:
+    return title + "\n" + "\n".join(("> " + line).rstrip() for line in text.strip().splitlines())
+
+
+def _parse_structured(text: str) -> dict[str, list[str]] | None:
+    top = re.findall(r"^## .*$", text, re.M)
+    known = all(h in _HEADING_KEYS or h == "## Progress" for h in top)
+    if "## Goal" not in top or "## Progress" not in top or not known:
+        return None
+    sections: dict[str, list[str]] = {}
+    items: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("#"):
+            key = _HEADING_KEYS.get(line.strip())
+            items = sections.setdefault(key, []) if key else None
+        elif items is not None:
+            _add_line(items, line)
+    return {k: [i for i in v if i.strip() not in ("(none)", "")] for k, v in sections.items()}
+
+
+def _add_line(items: list[str], line: str) -> None:
+    if not line.strip():
+        return
+    bullet = _ITEM.match(line)
+    if bullet:
+        items.append(bullet.group(1))
+    elif line.startswith(" ") and items:
+        items[-1] += "\n" + (line[2:] if line.startswith("  ") else line[1:])
+    else:
+        items.append(line.strip())
+
+
+def _merge(old: dict[str, list[str]], new: dict[str, list[str]], done_paths: Sequence[str]) -> dict[str, list[str]]:
+    still, finished = _split_done(old.get("in_progress", []), done_paths)
+    blocked, resolved = _split_done(old.get("blocked", []), done_paths)
+    goals = [g.removesuffix(_CURRENT) for g in old.get("goal", [])]
+    merged = {
+        "goal": _union(goals, new["goal"]),
+        "done": _union(old.get("done", []), finished, [f"Resolved: {r}" for r in resolved], new["done"]),
+        "in_progress": _union(still, new["in_progress"]),
+        "blocked": _union(blocked, new["blocked"]),
+        "next": _union(new["next"], old.get("next", [])),
+        "critical": _union(old.get("earlier", []), old.get("critical", []), new["critical"]),
+    }
+    for key in ("constraints", "decisions"):
+        merged[key] = _union(old.get(key, []), new[key])
+    return merged
+
+
+def _split_done(items: Sequence[str], done_paths: Sequence[str]) -> tuple[list[str], list[str]]:
+    names = {p for p in done_paths} | {p.rsplit("/", 1)[-1] for p in done_paths}
+    done = [i for i in items if any(n in i for n in names)]
+    return [i for i in items if i not in done], done
+
+
+def _union(*groups: Iterable[str]) -> list[str]:
+    seen: dict[str, str] = {}
+    for group in groups:
+        for item in group:
+            seen.setdefault(" ".join(item.split()), item)
+    return list(seen.values())
+
+
+def _fit(sections: list[_Section], budget: int, focus: frozenset[str]) -> None:
+    """Drop the oldest item of the longest section until the text fits (headings stay)."""
+    while len(_render(sections, None)) > budget:
+        candidates = [s for s in sections if s.items]
+        if not candidates:
+            return
+        section = max(candidates, key=lambda s: sum(len(i) for i in s.items))
+        order = range(len(section.items) - 1, -1, -1) if section.newest_first else range(len(section.items))
+        plain = [i for i in order if not _matches(section.items[i], focus)]
+        del section.items[(plain or list(order))[0]]
+
+
+def _render(sections: list[_Section], progress: ProgressCallback | None) -> str:
+    parts: list[str] = []
+    for section in sections:
+        text = _render_section(section)
+        parts.append("## Progress\n" + text if section.key == "done" else text)
+        if progress is not None:
+            progress(max(2, len("\n\n".join(parts)) // CHARS_PER_TOKEN))
+    return "\n\n".join(parts)
+
+
+def _render_section(section: _Section) -> str:
+    heading, marker = _SPECS[section.key]
+    if not section.items:
+        return heading + "\n(none)"
+    lines = [heading]
+    if marker == "> ":
+        return "\n".join(lines + [("> " + line).rstrip() for item in section.items for line in item.split("\n")])
+    for n, item in enumerate(section.items, 1):
+        prefix = f"{n}. " if marker == "1. " else marker
+        first, *rest = item.split("\n")
+        lines.append(prefix + first)
+        lines += [("  " + line).rstrip() for line in rest]
+    return "\n".join(lines)

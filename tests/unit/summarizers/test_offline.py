@@ -1,0 +1,289 @@
+"""The offline summarizer on the real Pi fixture, generated sessions and small hand-built cases."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_sessiond.compaction.convert import convert_to_llm
+from pi_sessiond.compaction.fileops import format_file_operations
+from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
+from pi_sessiond.compaction.serialize import serialize_conversation
+from pi_sessiond.compaction.tokens import CompactionSettings
+from pi_sessiond.examples.generator import generate, write
+from pi_sessiond.store.session import Session
+from pi_sessiond.summarizers.base import SummaryRequest
+from pi_sessiond.summarizers.offline import OfflineSummarizer, build_summary, parse_summary
+from pi_sessiond.summarizers.offline_extract import message_text
+
+Json = dict[str, Any]
+HISTORY_HEADINGS = [
+    "## Goal",
+    "## Constraints & Preferences",
+    "## Progress",
+    "### Done",
+    "### In Progress",
+    "### Blocked",
+    "## Key Decisions",
+    "## Next Steps",
+    "## Critical Context",
+]
+
+
+def headings(text: str) -> list[str]:
+    return re.findall(r"^#{2,3} .*$", text, re.M)
+
+
+def request(messages: Any, **kwargs: Any) -> SummaryRequest:
+    return SummaryRequest(
+        system_prompt="", prompt="", max_tokens=kwargs.pop("max_tokens", 13107), messages=messages, **kwargs
+    )
+
+
+@pytest.fixture(scope="module")
+def prepared(real_session: Path) -> CompactionPreparation:
+    prep = prepare_compaction(Session.open(real_session).path_to(), CompactionSettings())
+    assert prep is not None
+    return prep
+
+
+@pytest.fixture(scope="module")
+def fixture_summary(prepared: CompactionPreparation) -> str:
+    return build_summary(request(prepared.messages_to_summarize, previous_summary=prepared.previous_summary))
+
+
+def user(text: str) -> Json:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def call(call_id: str, name: str, text: str = "", stop: str = "toolUse", **args: Any) -> Json:
+    blocks: list[Json] = [{"type": "text", "text": text}] if text else []
+    blocks.append({"type": "toolCall", "id": call_id, "name": name, "arguments": args})
+    return {"role": "assistant", "content": blocks, "stopReason": stop}
+
+
+def result(call_id: str, name: str, text: str, error: bool = False) -> Json:
+    return {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": name,
+        "content": [{"type": "text", "text": text}],
+        "isError": error,
+    }
+
+
+def said(text: str, stop: str = "stop") -> Json:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": stop}
+
+
+# --- the Pi fixture -------------------------------------------------------------------------
+
+
+def test_fixture_keeps_modified_files_last_request_and_last_error(
+    prepared: CompactionPreparation, fixture_summary: str
+) -> None:
+    lists = prepared.file_lists
+    full = fixture_summary + format_file_operations(lists.read_files, lists.modified_files)
+    assert lists.modified_files
+    for path in lists.modified_files:
+        assert path in full
+    users = [message_text(m).strip() for m in prepared.messages_to_summarize if m.get("role") == "user"]
+    assert users[-1] == "why are there 2 subscription handlers?"
+    assert users[-1] in fixture_summary.split("## Critical Context")[1]
+    errors = [
+        message_text(m).strip()
+        for m in prepared.messages_to_summarize
+        if m.get("role") == "toolResult" and m.get("isError")
+    ]
+    assert errors[-1] in fixture_summary.split("## Critical Context")[1]
+    assert f"Last error: `bash` (`npm run check`) failed: {errors[-1]}" in fixture_summary
+
+
+def test_fixture_has_the_history_format_and_the_main_goal(fixture_summary: str) -> None:
+    assert headings(fixture_summary) == HISTORY_HEADINGS
+    goal = fixture_summary.split("## Constraints")[0]
+    for word in ("Refactor", "`coding-agent`", "`AgentSession`", "(current)"):
+        assert word in goal
+    assert "<read-files>" not in fixture_summary and "<modified-files>" not in fixture_summary
+    assert "- **E2E tests only** - no unit tests" in fixture_summary  # preference lifted from the old summary
+
+
+def test_fixture_done_lists_real_edited_files(prepared: CompactionPreparation, fixture_summary: str) -> None:
+    done = fixture_summary.split("### Done")[1].split("### In Progress")[0]
+    edited = {
+        b["arguments"]["path"]
+        for m in prepared.messages_to_summarize
+        if m.get("role") == "assistant"
+        for b in m["content"]
+        if b.get("type") == "toolCall" and b["name"] in ("edit", "write")
+    }
+    assert len(edited) >= 10
+    for path in edited:
+        assert f"- [x] `{path}` (" in done
+    assert (
+        "- [x] `/Users/badlogic/workspaces/pi-mono/packages/coding-agent/src/core/agent-session.ts` (6 edits)" in done
+    )
+    assert "- [x] Committed: Move config.ts from utils/ to src/" in done
+
+
+def test_fixture_summary_is_far_smaller_than_the_conversation(
+    prepared: CompactionPreparation, fixture_summary: str
+) -> None:
+    serialized = serialize_conversation(convert_to_llm(prepared.messages_to_summarize))
+    assert len(fixture_summary) * 10 < len(serialized)
+
+
+def test_fixture_keeps_an_unstructured_previous_summary_whole(
+    prepared: CompactionPreparation, fixture_summary: str
+) -> None:
+    assert prepared.previous_summary
+    critical = fixture_summary.split("## Critical Context")[1]
+    assert "Earlier context (previous summary, kept verbatim):" in critical
+    for line in prepared.previous_summary.splitlines():
+        assert ("> " + line).rstrip() in critical
+
+
+def test_fixture_turn_prefix(prepared: CompactionPreparation) -> None:
+    text = build_summary(request(prepared.turn_prefix_messages, purpose="turnPrefix", max_tokens=8192))
+    assert headings(text) == ["## Original Request", "## Early Progress", "## Context for Suffix"]
+    assert "> wait, wtf this doesn't look right to me?" in text
+    assert "`/Users/badlogic/workspaces/pi-mono/packages/coding-agent/src/core/agent-session.ts` (1 edit)" in text
+
+
+async def test_summarizer_protocol_usage_and_progress(prepared: CompactionPreparation) -> None:
+    summarizer = OfflineSummarizer()
+    seen: list[int] = []
+    req = request(prepared.messages_to_summarize, previous_summary=prepared.previous_summary)
+    first = await summarizer.summarize(req, progress=seen.append)
+    second = await summarizer.summarize(req)
+    await summarizer.aclose()
+    assert (summarizer.name, summarizer.context_window) == ("offline", 1_000_000)
+    assert first.text == second.text == build_summary(req)
+    assert (first.provider, first.model) == ("offline", "offline")
+    assert first.usage.input == first.usage.output == first.usage.total_tokens == 0
+    assert len(seen) >= 3 and seen == sorted(seen) and seen[-1] > seen[0]
+
+
+# --- budgets, branches, instructions --------------------------------------------------------
+
+
+@pytest.mark.parametrize("max_tokens", [60, 300, 1000])
+def test_max_tokens_trims_items_never_headings(prepared: CompactionPreparation, max_tokens: int) -> None:
+    text = build_summary(
+        request(prepared.messages_to_summarize, previous_summary=prepared.previous_summary, max_tokens=max_tokens)
+    )
+    assert headings(text) == HISTORY_HEADINGS
+    only_headings = "\n\n".join(f"{h}\n(none)" for h in HISTORY_HEADINGS)
+    assert len(text) <= max(max_tokens * 4, len(only_headings))
+    if max_tokens == 1000:
+        assert "why are there 2 subscription handlers? (current)" in text  # newest items survive
+
+
+def test_branch_format_has_no_critical_context_preamble_or_file_lists() -> None:
+    messages = [
+        user("Add retries to the HTTP client, keep the diff minimal."),
+        call("c1", "edit", "Adding a retry loop:", path="src/http.ts", oldText="a", newText="b"),
+    ]
+    text = build_summary(request(messages, purpose="branch", max_tokens=2048))
+    assert headings(text) == HISTORY_HEADINGS[:-1]
+    assert not text.startswith("The user explored") and "<modified-files>" not in text
+    assert "- [x] `src/http.ts` (1 edit): Adding a retry loop" in text  # Pi drops tool results from branches
+    constraints = text.split("## Constraints & Preferences")[1].split("## Progress")[0]
+    assert "keep the diff minimal." in constraints
+
+
+def test_custom_instructions_add_a_focus_note_and_are_preferred() -> None:
+    messages: list[Json] = []
+    for n in range(30):
+        messages += [call(f"c{n}", "bash", command=f"make target{n}"), result(f"c{n}", "bash", "ok")]
+    text = build_summary(request(messages, custom_instructions="Keep target3 in mind", max_tokens=13107))
+    assert "- Additional focus: Keep target3 in mind" in text
+    assert "Ran `make target3`" in text and "Ran `make target4`" not in text  # only 8 commands kept, the focus one too
+
+
+# --- progress, errors and merging -----------------------------------------------------------
+
+
+def test_errors_block_until_the_same_file_succeeds() -> None:
+    messages = [
+        user("Fix the parser and the lexer please"),
+        call("a", "edit", path="src/parser.ts", oldText="x", newText="y"),
+        result("a", "edit", "Could not find the exact text in src/parser.ts", error=True),
+        call("b", "edit", path="src/parser.ts", oldText="x ", newText="y"),
+        result("b", "edit", "Successfully replaced text in src/parser.ts."),
+        call("c", "write", path="src/lexer.ts", content=""),
+        result("c", "write", "EACCES: permission denied, open 'src/lexer.ts'", error=True),
+        said("I'll switch to a hand-written lexer instead of the generated one because it is easier to debug."),
+    ]
+    text = build_summary(request(messages))
+    blocked = text.split("### Blocked")[1].split("## Key Decisions")[0]
+    assert "`write` on `src/lexer.ts` failed: EACCES: permission denied" in blocked
+    assert "parser.ts" not in blocked
+    assert "- [x] `src/parser.ts` (1 edit)" in text
+    assert "- **I'll switch to a hand-written lexer instead of the generated one**: it is easier to debug." in text
+    assert "Last error: `write` on `src/lexer.ts` failed: EACCES: permission denied, open 'src/lexer.ts'" in text
+    assert "- [x] Answered: Fix the parser and the lexer please" in text
+
+
+def kitchen_sink_halves(tmp_path: Path) -> tuple[list[Json], list[Json]]:
+    path = tmp_path / "sink.jsonl"
+    write(path, generate(shape="kitchen-sink", entries=400, seed=3))
+    prep = prepare_compaction(Session.open(path).path_to(), CompactionSettings(keep_recent_tokens=2000))
+    assert prep is not None and len(prep.messages_to_summarize) > 40
+    messages = list(prep.messages_to_summarize)
+    middle = next(i for i in range(len(messages) // 2, len(messages)) if messages[i].get("role") == "user")
+    return messages[:middle], messages[middle:]
+
+
+def test_update_keeps_every_item_of_a_structured_previous_summary(tmp_path: Path) -> None:
+    first, second = kitchen_sink_halves(tmp_path)
+    previous = build_summary(request(first))
+    assert headings(previous) == HISTORY_HEADINGS
+    updated = build_summary(request(second, previous_summary=previous))
+    assert headings(updated) == HISTORY_HEADINGS
+    old, new = parse_summary(previous), parse_summary(updated)
+    assert "earlier" not in old
+    for key, items in old.items():
+        for item in items:
+            plain = item.removesuffix(" (current)")
+            assert any(plain in candidate for items in new.values() for candidate in items), (key, item)
+    assert build_summary(request(second, previous_summary=previous)) == updated
+
+
+def test_update_moves_finished_in_progress_items_to_done() -> None:
+    previous = build_summary(
+        request(
+            [
+                user("Make `src/db/pool.ts` release clients in finally"),
+                said("Looking at `src/db/pool.ts` now.", stop="aborted"),
+            ]
+        )
+    )
+    assert "- [ ] Make `src/db/pool.ts` release clients in finally (interrupted)" in previous
+    messages = [
+        user("continue"),
+        call("e", "edit", path="src/db/pool.ts", oldText="a", newText="b"),
+        result("e", "edit", "Successfully replaced text in src/db/pool.ts."),
+        said("Done, pool fixed."),
+    ]
+    updated = build_summary(request(messages, previous_summary=previous + "\n\n<modified-files>\nx\n</modified-files>"))
+    done = updated.split("### Done")[1].split("### In Progress")[0]
+    assert "- [x] Make `src/db/pool.ts` release clients in finally (interrupted)" in done
+    assert "<modified-files>" not in updated
+    assert updated.count("(current)") == 1
+
+
+def test_generated_sessions_give_the_full_format(tmp_path: Path) -> None:
+    for seed, shape in ((1, "kitchen-sink"), (2, "linear"), (3, "branchy")):
+        path = tmp_path / f"{shape}.jsonl"
+        write(path, generate(shape=shape, entries=300, seed=seed))
+        prep = prepare_compaction(Session.open(path).path_to(), CompactionSettings(keep_recent_tokens=3000))
+        assert prep is not None
+        text = build_summary(request(prep.messages_to_summarize, previous_summary=prep.previous_summary))
+        assert headings(text) == HISTORY_HEADINGS
+        for path_ in prep.file_lists.modified_files:
+            if any(path_ in str(m) for m in prep.messages_to_summarize):
+                assert f"`{path_}`" in text
