@@ -1,0 +1,166 @@
+"""Tree navigation with an optional branch summary: Pi's ``navigateTree`` (reference §8.4).
+
+Contracts:
+- Navigating to the current leaf does nothing.
+- The entries between the old leaf and the common ancestor with the target
+  are summarized only when asked (and only if there are any); the summary is
+  Pi's preamble + the summarizer's text + the file lists, and becomes a
+  ``branch_summary`` entry *under the new leaf*.
+- The new leaf is the target, except for a user message or custom message
+  target: then it is the target's parent and the target's text goes back to
+  the editor (``editorText``).
+- ``fromId`` is the abandoned leaf (or ``"root"``), as newer Pi writes it;
+  0.73.1 wrote the new position (upstream #3795). Deliberate fix.
+- Without a summary or label nothing is written (Pi never stores the leaf).
+- The leaf is re-checked before anything is written; if it moved meanwhile the
+  summary is dropped with ``ConflictError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from pi_protocol import BranchSummaryEntry, FileDetails, LabelEntry, Usage, unstructure
+from pi_sessiond.compaction.branch import collect_entries_for_branch_summary, prepare_branch_entries
+from pi_sessiond.compaction.fileops import compute_file_lists, format_file_operations
+from pi_sessiond.compaction.prompts import BRANCH_SUMMARY_PREAMBLE
+from pi_sessiond.engine import ConflictError, Progress
+from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.session import Session
+from pi_sessiond.summaries import summarize_branch
+from pi_sessiond.summarizers.base import Summarizer
+
+JsonDict = dict[str, Any]
+NO_CONTENT = "No content to summarize"
+NO_SUMMARY = "No summary generated"
+
+
+@attrs.frozen(kw_only=True)
+class BranchSummary:
+    """A finished branch summary (text as stored) and its file lists."""
+
+    summary: str
+    read_files: tuple[str, ...] = ()
+    modified_files: tuple[str, ...] = ()
+    usage: Usage = attrs.field(factory=Usage)
+
+
+@attrs.frozen(kw_only=True)
+class NavigateResult:
+    """What ``pi/navigateTree`` answers."""
+
+    old_leaf_id: str | None
+    leaf_id: str | None
+    entry: Entry | None = None
+    editor_text: str | None = None
+    cancelled: bool = False
+
+
+async def generate_branch_summary(
+    entries: Sequence[Entry],
+    summarizer: Summarizer,
+    *,
+    reserve_tokens: int = 16384,
+    custom_instructions: str | None = None,
+    replace_instructions: bool = False,
+    progress: Progress | None = None,
+) -> BranchSummary:
+    """Summarize abandoned entries (oldest first) as Pi's ``generateBranchSummary``."""
+    budget = summarizer.context_window - reserve_tokens
+    prep = prepare_branch_entries(entries, max(budget, 0))
+    if not prep.messages:
+        return BranchSummary(summary=NO_CONTENT)
+    on_tokens = (lambda n: progress(f"{n} tokens streamed", None)) if progress else None
+    text = await summarize_branch(
+        summarizer,
+        messages=prep.messages,
+        instructions=custom_instructions,
+        replace_instructions=replace_instructions,
+        progress=on_tokens,
+    )
+    lists = compute_file_lists(prep.file_ops)
+    body = BRANCH_SUMMARY_PREAMBLE + text.text + format_file_operations(lists.read_files, lists.modified_files)
+    return BranchSummary(
+        summary=body or NO_SUMMARY,
+        read_files=lists.read_files,
+        modified_files=lists.modified_files,
+        usage=text.usage,
+    )
+
+
+def landing(target: Entry) -> tuple[str | None, str | None]:
+    """The new leaf for a target and the text that goes back to the editor."""
+    if target.type == "message" and target.role == "user":
+        return target.parent_id, content_text((target.message or {}).get("content"))
+    if target.type == "custom_message":
+        return target.parent_id, content_text(target.data.get("content"))
+    return target.id, None
+
+
+def content_text(content: Any) -> str:
+    """A message's text: the string, or its text blocks joined with ``""``."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text" and "text" in b)
+
+
+async def navigate_tree(
+    session: Session,
+    target_id: str,
+    *,
+    summarizer: Summarizer | None = None,
+    summarize: bool = False,
+    custom_instructions: str | None = None,
+    replace_instructions: bool = False,
+    label: str | None = None,
+    reserve_tokens: int = 16384,
+    progress: Progress | None = None,
+) -> NavigateResult:
+    """Move the leaf to ``target_id`` like Pi's ``/tree``, summarizing the branch left if asked."""
+    old_leaf = session.leaf_id
+    if target_id == old_leaf:
+        return NavigateResult(old_leaf_id=old_leaf, leaf_id=old_leaf)
+    target = session.entry(target_id)
+    summary: BranchSummary | None = None
+    if summarize:
+        collected = collect_entries_for_branch_summary(session.tree.get, old_leaf, target_id)
+        if collected.entries:
+            if summarizer is None:
+                raise ValueError("No model available for summarization")
+            summary = await generate_branch_summary(
+                collected.entries,
+                summarizer,
+                reserve_tokens=reserve_tokens,
+                custom_instructions=custom_instructions,
+                replace_instructions=replace_instructions,
+                progress=progress,
+            )
+    if session.leaf_id != old_leaf:
+        raise ConflictError("the session moved to another entry while the branch summary was being made")
+    new_leaf, editor_text = landing(target)
+    session.set_leaf(new_leaf)
+    written = _write(session, summary, old_leaf, target_id, label)
+    return NavigateResult(old_leaf_id=old_leaf, leaf_id=session.leaf_id, entry=written, editor_text=editor_text)
+
+
+def _write(
+    session: Session, summary: BranchSummary | None, old_leaf: str | None, target_id: str, label: str | None
+) -> Entry | None:
+    written: Entry | None = None
+    rows: list[JsonDict] = []
+    if summary is not None:
+        details = FileDetails(read_files=list(summary.read_files), modified_files=list(summary.modified_files))
+        entry = BranchSummaryEntry(
+            from_id=old_leaf or "root", summary=summary.summary, details=details, from_hook=False, usage=summary.usage
+        )
+        written = session.append([unstructure(entry)])[0]
+    if label:
+        target = written.id if written is not None else target_id
+        rows.append(unstructure(LabelEntry(target_id=target, label=label)))
+        session.append(rows)
+    return written

@@ -1,0 +1,104 @@
+"""The compaction pipeline with the real offline summarizer: one entry, Pi-shaped, or nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pi_sessiond.compaction.prompts import SPLIT_TURN_SEPARATOR
+from pi_sessiond.compaction.tokens import CompactionSettings
+from pi_sessiond.engine import ConflictError, NothingToCompactError, compact
+from pi_sessiond.examples.generator import generate, write
+from pi_sessiond.store.session import Session
+from pi_sessiond.summaries import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
+from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
+from pi_sessiond.summarizers.offline import OfflineSummarizer
+
+
+@pytest.fixture
+def fixture_copy(real_session: Path, tmp_path: Path) -> Path:
+    path = tmp_path / "s.jsonl"
+    shutil.copyfile(real_session, path)
+    return path
+
+
+async def test_compacting_the_fixture_appends_one_pi_shaped_entry(fixture_copy: Path) -> None:
+    session = Session.open(fixture_copy)
+    phases: list[str] = []
+    result = await compact(session, OfflineSummarizer(), progress=lambda m, p: phases.append(m))
+    lines = fixture_copy.read_text().splitlines()
+    assert len(lines) == 1004  # header + 1002 migrated entries + the compaction
+    entry = json.loads(lines[-1])
+    assert list(entry) == ["type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId",
+                           "tokensBefore", "details", "fromHook", "usage"]
+    assert entry["parentId"] == f"{1002:08x}" and entry["fromHook"] is False
+    assert entry["tokensBefore"] == 180820 == result.tokens_before
+    assert entry["firstKeptEntryId"] == f"{947:08x}"  # path index 946 (split turn)
+    summary = entry["summary"]
+    for heading in (*HISTORY_HEADINGS, *TURN_PREFIX_HEADINGS):
+        assert heading in summary
+    assert SPLIT_TURN_SEPARATOR in summary
+    for path in entry["details"]["modifiedFiles"]:
+        assert path in summary
+    ctx = Session.open(fixture_copy).context()
+    assert ctx.messages[0]["role"] == "compactionSummary" and ctx.messages[0]["summary"] == summary
+    assert result.tokens_after < result.tokens_before
+    assert phases[0] == "preparing" and phases[-1] == "done" and "writing" in phases
+
+
+async def test_nothing_to_compact_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "small.jsonl"
+    write(path, generate(seed=1, entries=20, shape="linear"))
+    before = path.read_bytes()
+    with pytest.raises(NothingToCompactError):
+        await compact(Session.open(path), OfflineSummarizer())
+    assert path.read_bytes() == before
+
+
+async def test_a_second_compaction_right_after_the_first_is_refused(fixture_copy: Path) -> None:
+    session = Session.open(fixture_copy)
+    await compact(session, OfflineSummarizer(), settings=CompactionSettings(keep_recent_tokens=5000))
+    with pytest.raises(NothingToCompactError, match="Already compacted"):
+        await compact(session, OfflineSummarizer())
+
+
+class _MovesTheLeaf(OfflineSummarizer):
+    """The offline summarizer, but the user navigates while it runs."""
+
+    def __init__(self, session: Session, target: str) -> None:
+        self.session, self.target = session, target
+
+    async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None) -> SummaryResult:
+        self.session.set_leaf(self.target)
+        await asyncio.sleep(0)
+        return await super().summarize(request, progress=progress)
+
+
+async def test_leaf_moving_during_the_summary_is_a_conflict(fixture_copy: Path) -> None:
+    session = Session.open(fixture_copy)
+    before = fixture_copy.read_bytes()
+    with pytest.raises(ConflictError):
+        await compact(session, _MovesTheLeaf(session, f"{500:08x}"))
+    assert fixture_copy.read_bytes() == before
+
+
+class _Cancelled(OfflineSummarizer):
+    async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None) -> SummaryResult:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+
+async def test_cancellation_mid_summary_writes_nothing(fixture_copy: Path) -> None:
+    session = Session.open(fixture_copy)
+    before = fixture_copy.read_bytes()
+    task = asyncio.create_task(compact(session, _Cancelled()))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert fixture_copy.read_bytes() == before
+    assert len(session.entries) == 1002
