@@ -25,3 +25,11 @@ def real_session() -> Path:
     """``../shared/fixtures/pi/before-compaction.jsonl`` (v1, 1003 lines)."""
     require(SHARED_FIXTURE.is_file(), f"Pi fixture not found at {SHARED_FIXTURE}")
     return SHARED_FIXTURE
+
+
+@pytest.fixture(autouse=True)
+def isolated_agent_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point ``PI_CODING_AGENT_DIR`` at an empty folder: a developer's own settings never leak into tests."""
+    path = tmp_path_factory.mktemp("agent")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(path))
+    return path

@@ -5,7 +5,7 @@ camelCase JSON used on the wire and in Pi's session files. Imports attrs and
 cattrs only.
 """
 
-from pi_protocol.compaction import CompactionPreview
+from pi_protocol.compaction import CompactionPreview, CompactResult, NavigateResult
 from pi_protocol.content import ContentBlock, ImageContent, TextContent, ThinkingContent, ToolCall
 from pi_protocol.converter import StructureError, converter, structure, unstructure
 from pi_protocol.entries import (
@@ -47,6 +47,7 @@ __all__ = [
     "BashExecutionMessage",
     "BranchSummaryEntry",
     "BranchSummaryMessage",
+    "CompactResult",
     "CompactionEntry",
     "CompactionPreview",
     "CompactionSummaryMessage",
@@ -62,6 +63,7 @@ __all__ = [
     "Message",
     "MessageEntry",
     "ModelChangeEntry",
+    "NavigateResult",
     "SessionEntry",
     "SessionHeader",
     "SessionInfoEntry",

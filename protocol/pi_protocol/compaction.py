@@ -30,3 +30,22 @@ class CompactionPreview:
     turn_prefix_serialized: str = ""
     prompt: str = ""
     nothing_to_compact: bool = False
+
+
+@attrs.define(kw_only=True)
+class CompactResult:
+    """``pi/compact``: the entry written and the context size before and after."""
+
+    entry: Any
+    tokens_before: int
+    tokens_after: int
+
+
+@attrs.define(kw_only=True)
+class NavigateResult:
+    """``pi/navigateTree``: the new leaf, the summary entry written (if any), the editor text."""
+
+    leaf_id: str | None = keep_null(default=None)
+    entry: Any = None
+    editor_text: str | None = None
+    cancelled: bool = False

@@ -13,11 +13,15 @@ from collections.abc import Sequence
 
 from pi_sessiond.cli import compact as compact_command
 from pi_sessiond.cli import context as context_command
+from pi_sessiond.cli import demo as demo_command
+from pi_sessiond.cli import navigate as navigate_command
 from pi_sessiond.cli import tree as tree_command
 from pi_sessiond.cli.common import CliError
+from pi_sessiond.engine import EngineError
 from pi_sessiond.store.errors import StoreError
+from pi_sessiond.summarizers.errors import SummarizerError
 
-_COMMANDS = (context_command, tree_command, compact_command)
+_COMMANDS = (context_command, tree_command, compact_command, navigate_command, demo_command)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"pi-sessiond {args.command}: {exc}", file=sys.stderr)
         return exc.code
-    except StoreError as exc:  # unknown entry, read-only file, bad entry: the operation failed
+    except (StoreError, EngineError, SummarizerError) as exc:  # the operation failed
         print(f"pi-sessiond {args.command}: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:

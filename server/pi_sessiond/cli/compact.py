@@ -4,26 +4,33 @@ The dry run prepares a compaction of the leaf's path exactly as Pi 0.73.1
 would and prints it; it never writes. Exit codes: 0 whenever Pi would return
 a preparation (even an empty one, flagged ``nothingToCompact``), 1 where Pi
 returns none (empty path, or the newest entry is already a compaction), 2 for
-usage errors. Without ``--dry-run`` the command fails (exit 1) until a
-summarizer exists.
+usage errors. Without ``--dry-run`` it runs the configured summarizer
+(offline unless settings.json or the flags say otherwise) and appends one
+compaction entry; with ``--example`` it works on a temporary copy.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import sys
 from typing import Any
 
-from pi_protocol import CompactionPreview, unstructure
+from pi_protocol import CompactionPreview, CompactResult, unstructure
 from pi_sessiond.cli.common import CliError, add_file_argument, open_session, print_json, session_path
+from pi_sessiond.cli.runtime import add_summarizer_arguments, settings_for, summarizer_for
 from pi_sessiond.compaction.prepare import (
     CompactionPreparation,
     prepare_compaction,
     summary_requests,
 )
 from pi_sessiond.compaction.tokens import CompactionSettings
+from pi_sessiond.engine import compact
+from pi_sessiond.settings import compaction_settings
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.session import Session
 
-NO_SUMMARIZER = "summarizer not available yet; use --dry-run to preview the compaction"
+JsonDict = dict[str, Any]
 ALREADY_COMPACTED = "Already compacted"
 TOO_SMALL = "Nothing to compact (session too small)"
 
@@ -44,28 +51,34 @@ def add_parser(sub: Any) -> None:
     add_file_argument(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the preparation, write nothing")
     parser.add_argument("--instructions", metavar="TEXT", help="extra focus for the summary")
-    defaults = CompactionSettings()
+    defaults = CompactionSettings()  # shown in --help; settings.json may change them
     parser.add_argument(
         "--keep-recent-tokens",
         type=_count,
         metavar="N",
-        default=defaults.keep_recent_tokens,
+        default=None,
         help=f"tokens of recent messages kept verbatim (default {defaults.keep_recent_tokens})",
     )
     parser.add_argument(
         "--reserve-tokens",
         type=_count,
         metavar="N",
-        default=defaults.reserve_tokens,
+        default=None,
         help=f"tokens reserved for the summary (default {defaults.reserve_tokens})",
     )
-    parser.add_argument("--json", action="store_true", help="print the preparation as JSON")
+    parser.add_argument("--json", action="store_true", help="print the preparation / the pi/compact result as JSON")
+    add_summarizer_arguments(parser)
     parser.set_defaults(run=run)
 
 
-def settings_from(args: argparse.Namespace) -> CompactionSettings:
-    """Compaction settings from the defaults and the command-line overrides."""
-    return CompactionSettings(reserve_tokens=args.reserve_tokens, keep_recent_tokens=args.keep_recent_tokens)
+def settings_from(args: argparse.Namespace, cwd: str | None = None) -> JsonDict:
+    """Layered settings plus the command-line overrides."""
+    compaction = {
+        key: value
+        for key, value in (("keepRecentTokens", args.keep_recent_tokens), ("reserveTokens", args.reserve_tokens))
+        if value is not None
+    }
+    return settings_for(args, cwd, {"compaction": compaction} if compaction else None)
 
 
 def refusal(path: list[Entry]) -> str:
@@ -108,12 +121,13 @@ def _print_text(prep: CompactionPreparation, doc: CompactionPreview) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Preview (``--dry-run``) a compaction; see the module docstring for exit codes."""
+    """Preview (``--dry-run``) or run a compaction; see the module docstring for exit codes."""
+    session = open_session(session_path(args, writes=not args.dry_run))
+    settings = settings_from(args, session.cwd)
     if not args.dry_run:
-        raise CliError(NO_SUMMARIZER, 1)
-    session = open_session(session_path(args))
+        return asyncio.run(_compact(session, settings, args))
     path = session.path_to()
-    prep = prepare_compaction(path, settings_from(args))
+    prep = prepare_compaction(path, compaction_settings(settings))
     if prep is None:
         raise CliError(refusal(path), 1)
     doc = preview(prep, args.instructions)
@@ -122,3 +136,31 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_text(prep, doc)
     return 0
+
+
+async def _compact(session: Session, settings: JsonDict, args: argparse.Namespace) -> int:
+    summarizer = summarizer_for(settings)
+    try:
+        result = await compact(
+            session,
+            summarizer,
+            settings=compaction_settings(settings),
+            custom_instructions=args.instructions,
+            progress=None if args.json else _progress,
+        )
+    finally:
+        await summarizer.aclose()
+    if args.json:
+        doc = CompactResult(
+            entry=result.entry.data, tokens_before=result.tokens_before, tokens_after=result.tokens_after
+        )
+        print_json(unstructure(doc))
+        return 0
+    print(result.entry.data.get("summary", ""))
+    sizes = f"context {result.tokens_before} -> {result.tokens_after} tokens"
+    print(f"\ncompacted {session.path}: {sizes}", file=sys.stderr)
+    return 0
+
+
+def _progress(message: str, percentage: int | None) -> None:
+    print(f"… {message}", file=sys.stderr, flush=True)

@@ -119,12 +119,17 @@ def test_empty_session_exits_one(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "Nothing to compact" in err
 
 
-def test_without_dry_run_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_dry_run_compacts_with_the_offline_summarizer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = write(tmp_path, conversation())
     before = path.read_bytes()
-    assert main(["compact", str(path)]) == 1
-    assert "summarizer not available yet" in capsys.readouterr().err
-    assert path.read_bytes() == before
+    assert main(["compact", str(path), "--keep-recent-tokens", "0", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert list(doc) == ["entry", "tokensBefore", "tokensAfter"]
+    assert doc["entry"]["type"] == "compaction" and "## Goal" in doc["entry"]["summary"]
+    data = path.read_bytes()
+    assert data.startswith(before) and data.count(b"\n") == before.count(b"\n") + 1
 
 
 @pytest.mark.parametrize("bad", [["--keep-recent-tokens", "-1"], ["--reserve-tokens", "x"]])
