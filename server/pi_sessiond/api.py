@@ -1,0 +1,108 @@
+"""The library API: compaction and branch summaries without a daemon.
+
+For IDE-side agents written in Python that would rather call functions than
+run a subprocess. Everything here is also what the daemon and the command
+line use.
+
+Example::
+
+    import asyncio
+    from pathlib import Path
+    from pi_sessiond.api import Session, OfflineSummarizer, compact
+
+    session = Session.open(Path("session.jsonl"))
+    result = asyncio.run(compact(session, OfflineSummarizer()))
+    print(result.tokens_before, "->", result.tokens_after)
+
+A real model: ``make_summarizer(SummarizerSettings(provider="anthropic",
+model="claude-sonnet-4-5", api_key_env="ANTHROPIC_API_KEY"))``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pi_sessiond.compaction.convert import convert_to_llm
+from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
+from pi_sessiond.compaction.serialize import serialize_conversation
+from pi_sessiond.compaction.tokens import CompactionSettings
+from pi_sessiond.engine import CompactResult, ConflictError, NothingToCompactError, compact
+from pi_sessiond.navigation import BranchSummary, NavigateResult, generate_branch_summary, navigate_tree
+from pi_sessiond.store.session import Session
+from pi_sessiond.summaries import SummaryText, summarize_history
+from pi_sessiond.summarizers.base import Summarizer
+from pi_sessiond.summarizers.config import SummarizerSettings
+from pi_sessiond.summarizers.errors import ContextLengthError, SummarizerError
+from pi_sessiond.summarizers.factory import make_summarizer
+from pi_sessiond.summarizers.offline import OfflineSummarizer
+
+JsonDict = dict[str, Any]
+
+__all__ = [
+    "BranchSummary",
+    "CompactResult",
+    "CompactionPreparation",
+    "CompactionSettings",
+    "ConflictError",
+    "ContextLengthError",
+    "NavigateResult",
+    "NothingToCompactError",
+    "OfflineSummarizer",
+    "Session",
+    "Summarizer",
+    "SummarizerError",
+    "SummarizerSettings",
+    "SummaryText",
+    "compact",
+    "generate_branch_summary",
+    "generate_summary",
+    "generate_summary_with_usage",
+    "make_summarizer",
+    "navigate_tree",
+    "prepare_compaction",
+    "serialize_conversation",
+    "serialize_messages",
+]
+
+
+def serialize_messages(messages: Sequence[JsonDict]) -> str:
+    """Pi's ``serializeConversation(convertToLlm(messages))`` for session messages."""
+    return serialize_conversation(convert_to_llm(messages))
+
+
+async def generate_summary_with_usage(
+    messages: Sequence[JsonDict],
+    summarizer: Summarizer,
+    *,
+    reserve_tokens: int = 16384,
+    custom_instructions: str | None = None,
+    previous_summary: str | None = None,
+) -> SummaryText:
+    """A history summary of ``messages`` (Pi's structured format) and its usage."""
+    return await summarize_history(
+        summarizer,
+        messages=messages,
+        reserve_tokens=reserve_tokens,
+        previous_summary=previous_summary,
+        instructions=custom_instructions,
+    )
+
+
+async def generate_summary(
+    messages: Sequence[JsonDict],
+    summarizer: Summarizer,
+    *,
+    reserve_tokens: int = 16384,
+    custom_instructions: str | None = None,
+    previous_summary: str | None = None,
+) -> str:
+    """The text of :func:`generate_summary_with_usage`."""
+    result = await generate_summary_with_usage(
+        messages,
+        summarizer,
+        reserve_tokens=reserve_tokens,
+        custom_instructions=custom_instructions,
+        previous_summary=previous_summary,
+    )
+    return result.text
