@@ -71,7 +71,7 @@ class CompactResult:
 def prepare_or_refuse(session: Session, settings: CompactionSettings) -> CompactionPreparation:
     """The preparation of the leaf's path, or :class:`NothingToCompactError`."""
     path = session.path_to()
-    prep = prepare_compaction(path, settings)
+    prep = prepare_compaction(path, settings, session.context().messages)
     if prep is None:
         refusal = "Already compacted" if path and path[-1].type == "compaction" else "Nothing to compact"
         raise NothingToCompactError(f"{refusal} (session too small)" if refusal.startswith("Nothing") else refusal)

@@ -26,7 +26,6 @@ from pi_sessiond.compaction.text import js_sorted, js_truthy
 
 JsonDict = dict[str, Any]
 
-_OPERATION = {"read": "read", "write": "written", "edit": "edited"}
 
 
 @attrs.frozen
@@ -61,20 +60,18 @@ class FileOpsCollector:
         content = message.get("content")
         if not isinstance(content, list):
             return
+        targets = {"read": self.read, "write": self.written, "edit": self.edited}
         for block in content:
-            self._add_tool_call(block)
-
-    def _add_tool_call(self, block: Any) -> None:
-        if not isinstance(block, dict) or block.get("type") != "toolCall":
-            return
-        args = block.get("arguments")
-        path = args.get("path") if isinstance(args, dict) else None
-        if not isinstance(path, str) or not path:
-            return
-        name = block.get("name")
-        target = _OPERATION.get(name) if isinstance(name, str) else None
-        if target is not None:
-            getattr(self, target).add(path)
+            # Hot loop (every assistant message of the range): keep it flat.
+            if type(block) is not dict or block.get("type") != "toolCall":
+                continue
+            args = block.get("arguments")
+            path = args.get("path") if type(args) is dict else None
+            if type(path) is not str or not path:
+                continue
+            target = targets.get(block.get("name"))  # type: ignore[arg-type]
+            if target is not None:
+                target.add(path)
 
     def add_details(self, entry_data: JsonDict) -> None:
         """Fold in a summary entry's ``details`` unless it came from a hook."""

@@ -126,14 +126,23 @@ def _previous_summary(path: Sequence[Entry], prev_compaction: int) -> str | None
 
 
 def prepare_compaction(
-    path: Sequence[Entry], settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS
+    path: Sequence[Entry],
+    settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
+    context_messages: Sequence[JsonDict] | None = None,
 ) -> CompactionPreparation | None:
-    """Pi 0.73.1's ``prepareCompaction`` over a root-to-leaf path."""
+    """Pi 0.73.1's ``prepareCompaction`` over a root-to-leaf path.
+
+    ``context_messages``, when given, must be the context of ``path``'s leaf
+    (e.g. the session's incrementally kept one); it saves rebuilding the whole
+    context just to compute ``tokens_before``.
+    """
     if path and path[-1].type == "compaction":
         return None
     prev = last_compaction_index(path)
     start = compaction_range_start(path, prev)
-    tokens_before = estimate_context_tokens(build_session_context(path).messages).tokens
+    if context_messages is None:
+        context_messages = build_session_context(path).messages
+    tokens_before = estimate_context_tokens(context_messages).tokens
     cut = find_cut_point(path, start, len(path), settings.keep_recent_tokens)
     index = cut.first_kept_entry_index
     first_kept_id = _entry_id(path[index] if index < len(path) else None)
