@@ -70,3 +70,14 @@ def test_warnings_go_to_stderr_and_output_stays_json(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert ":3: warning: malformed JSON line skipped" in done.stderr
     assert len(json.loads(done.stdout)["messages"]) == 1
+
+
+def test_context_tokens_by_tokenizer(real_session: Path, isolated_agent_dir: Path) -> None:
+    counts = {t: ok_json("context", str(real_session), "--json", "--tokenizer", t)["tokens"]
+              for t in ("pi", "cl100k", "calibrated")}
+    assert counts["pi"] == 180820  # Pi's estimate stays the default
+    assert counts["cl100k"] != counts["pi"] and counts["calibrated"] != counts["pi"]
+    (isolated_agent_dir / "settings.json").write_text('{"tokenizer": "calibrated"}')
+    assert ok_json("context", str(real_session), "--json")["tokens"] == counts["calibrated"]
+    (isolated_agent_dir / "settings.json").write_text('{"tokenizer": "nope"}')
+    assert cli("context", str(real_session)).returncode == 1

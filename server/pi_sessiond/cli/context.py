@@ -6,8 +6,9 @@ import argparse
 from typing import Any
 
 from pi_protocol import ContextResult, unstructure
-from pi_sessiond.cli.common import add_file_argument, open_session, preview, print_json, session_path
-from pi_sessiond.compaction.tokens import estimate_context_tokens
+from pi_sessiond.cli.common import CliError, add_file_argument, open_session, preview, print_json, session_path
+from pi_sessiond.estimators import ESTIMATOR_NAMES, context_tokens
+from pi_sessiond.settings import load_settings
 from pi_sessiond.store.session import Session
 
 
@@ -16,10 +17,15 @@ def add_parser(sub: Any) -> None:
     add_file_argument(parser)
     parser.add_argument("--leaf", metavar="ID", help="build the context of this entry instead of the leaf")
     parser.add_argument("--json", action="store_true", help="print the pi/getContext result as JSON")
+    parser.add_argument(
+        "--tokenizer",
+        choices=ESTIMATOR_NAMES,
+        help="how to count tokens (default: settings.tokenizer, else pi = Pi's own estimate)",
+    )
     parser.set_defaults(run=run)
 
 
-def context_result(session: Session, leaf_id: str | None) -> ContextResult:
+def context_result(session: Session, leaf_id: str | None, tokenizer: str = "pi") -> ContextResult:
     """The ``pi/getContext`` result for ``leaf_id`` (default: the leaf)."""
     if leaf_id is not None:
         session.entry(leaf_id)
@@ -31,13 +37,16 @@ def context_result(session: Session, leaf_id: str | None) -> ContextResult:
         messages=messages,
         thinking_level=ctx.thinking_level,
         model=ctx.model,
-        tokens=estimate_context_tokens(messages).tokens,
+        tokens=context_tokens(messages, tokenizer).tokens,
     )
 
 
 def run(args: argparse.Namespace) -> int:
     session = open_session(session_path(args))
-    result = context_result(session, args.leaf)
+    tokenizer = args.tokenizer or str(load_settings(session.cwd or None).get("tokenizer") or "pi")
+    if tokenizer not in ESTIMATOR_NAMES:
+        raise CliError(f"settings.tokenizer must be one of {', '.join(ESTIMATOR_NAMES)}, not {tokenizer!r}")
+    result = context_result(session, args.leaf, tokenizer)
     if args.json:
         print_json(unstructure(result))
         return 0

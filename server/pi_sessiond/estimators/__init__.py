@@ -19,9 +19,10 @@ from typing import Any, Protocol
 
 import attrs
 
-from pi_sessiond.compaction.tokens import estimate_tokens
+from pi_sessiond.compaction.tokens import ContextTokenEstimate, estimate_context_tokens, estimate_tokens
 from pi_sessiond.estimators import cl100k
 from pi_sessiond.estimators.calibrated import Calibration, fit
+from pi_sessiond.estimators.calibrated import estimate_context_tokens as calibrated_context_tokens
 
 JsonDict = dict[str, Any]
 ESTIMATOR_NAMES = ("pi", "cl100k", "calibrated")
@@ -91,6 +92,25 @@ def get_estimator(name: str = "pi", *, messages: Sequence[JsonDict | None] | Non
     raise ValueError(f"unknown estimator {name!r}; valid names: {', '.join(ESTIMATOR_NAMES)}")
 
 
+def context_tokens(messages: Sequence[JsonDict], name: str = "pi") -> ContextTokenEstimate:
+    """The context size by the estimator ``name`` (``settings.tokenizer``).
+
+    ``pi`` is exactly Pi's ``estimateContextTokens`` (the default, and what
+    parity is measured in). The others keep its shape — the last valid usage is
+    the provider's true count — and only change how the messages after it are
+    estimated; ``calibrated`` fits on ``messages`` themselves.
+    """
+    if name == "pi":
+        return estimate_context_tokens(messages)
+    estimator = get_estimator(name, messages=messages)
+    if isinstance(estimator, CalibratedEstimator):
+        return calibrated_context_tokens(messages, estimator.calibration)
+    base = estimate_context_tokens(messages)
+    start = 0 if base.last_usage_index is None else base.last_usage_index + 1
+    trailing = sum(estimator.estimate(m) for m in messages[start:])
+    return ContextTokenEstimate(base.usage_tokens + trailing, base.usage_tokens, trailing, base.last_usage_index)
+
+
 __all__ = [
     "ESTIMATOR_NAMES",
     "CalibratedEstimator",
@@ -98,6 +118,7 @@ __all__ = [
     "Cl100kEstimator",
     "Estimator",
     "PiEstimator",
+    "context_tokens",
     "fit",
     "get_estimator",
 ]
