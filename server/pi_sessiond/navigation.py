@@ -144,7 +144,12 @@ async def navigate_tree(
         raise ConflictError("the session moved to another entry while the branch summary was being made")
     new_leaf, editor_text = landing(target)
     session.set_leaf(new_leaf)
-    written = _write(session, summary, old_leaf, target_id, label)
+    try:
+        written = _write(session, summary, old_leaf, target_id, label)
+    except BaseException:
+        if session.leaf_id == new_leaf:  # nothing was written: put the leaf back
+            session.set_leaf(old_leaf)
+        raise
     return NavigateResult(old_leaf_id=old_leaf, leaf_id=session.leaf_id, entry=written, editor_text=editor_text)
 
 

@@ -141,6 +141,9 @@ def _history_sections(found: Extraction, request: SummaryRequest, focus: frozens
         "next": _select(found.next_steps, _LIMITS["next"], focus),
         "critical": critical,
     }
+    if request.purpose == "branch" and request.custom_instructions and request.custom_instructions.strip():
+        # Branch summaries have no Critical Context: the requested focus leads the Goal.
+        new["goal"].insert(0, "Additional focus: " + request.custom_instructions.strip())
     if request.purpose == "history" and request.previous_summary:
         new = _merge(parse_summary(request.previous_summary), new, found.done_paths)
     keys = _HISTORY if request.purpose == "history" else _BRANCH
