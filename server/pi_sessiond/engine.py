@@ -96,9 +96,15 @@ async def compact(
     prep = prepare_or_refuse(session, settings)
     count = len(prep.messages_to_summarize) + len(prep.turn_prefix_messages)
     report(f"summarizing {count} messages", 5)
-    summary = await _summarize(session, summarizer, prep, custom_instructions, report)
-    text = summary.text + _file_block(prep)
-    _check_size(text, prep)
+    for attempt in range(2):  # an oversized answer is asked for once more
+        summary = await _summarize(session, summarizer, prep, custom_instructions, report)
+        text = summary.text + _file_block(prep)
+        try:
+            _check_size(text, prep)
+            break
+        except SummaryValidationError:
+            if attempt == 1:
+                raise
     report("writing", 95)
     if session.leaf_id != leaf_before:
         raise ConflictError("the session moved to another entry while the summary was being made")

@@ -206,9 +206,13 @@ async def summarize_history(
 
         return update
 
-    async with asyncio.TaskGroup() as group:
-        history_task = group.create_task(run_job(summarizer, history, report(0))) if messages else None
-        prefix_task = group.create_task(run_job(summarizer, prefix, report(1)))
+    try:
+        async with asyncio.TaskGroup() as group:
+            history_task = group.create_task(run_job(summarizer, history, report(0))) if messages else None
+            prefix_task = group.create_task(run_job(summarizer, prefix, report(1)))
+    except BaseExceptionGroup as failed:
+        # Callers handle one summarizer failure, not a group: re-raise the first real one.
+        raise _first_error(failed) from failed
     head = history_task.result() if history_task else SummaryText(text=NO_PRIOR_HISTORY, usage=Usage())
     tail = prefix_task.result()
     return SummaryText(
@@ -216,6 +220,15 @@ async def summarize_history(
         usage=add_usage(head.usage, tail.usage),
         dropped_messages=head.dropped_messages + tail.dropped_messages,
     )
+
+
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_error(exc)
+        if not isinstance(exc, asyncio.CancelledError):
+            return exc
+    return group.exceptions[0]
 
 
 async def summarize_branch(
