@@ -13,7 +13,9 @@ Contracts:
   finished its response; it is noticed at once, even while the server sleeps
   (``delay``) or hangs (``stall``), because the socket is watched for EOF.
 * ``completed`` means the server wrote the whole response it meant to write
-  (a deliberately short one for ``truncated``) and the client stayed.
+  (a deliberately short one for ``truncated``) and the client stayed. It is
+  set just before the last write, so a client that has read the whole
+  response already sees it, and cleared again if that write fails.
 * Requests are validated as the real APIs do (JSON object, ``model``,
   ``messages``; Anthropic also ``max_tokens``, ``anthropic-version``, an API
   key, a sane thinking budget; OpenAI rejects ``stream_options`` without
@@ -398,6 +400,7 @@ class _Conn:
         self.reader, self.writer = reader, writer
         self.leftover = b""  # a byte of the next request, read while watching for EOF
         self.open = True
+        self.finishing: Callable[[], None] = lambda: None  # called just before a response's last write
 
     async def read_request(self) -> _Request | None:
         """The next request, or None when the client closed the connection between requests."""
@@ -444,6 +447,7 @@ class _Conn:
 
     async def respond(self, status: int, headers: dict[str, str], body: bytes, keep: bool) -> bool:
         """A whole response with a Content-Length; returns ``keep``."""
+        self.finishing()
         await self.send(self.head(status, {**headers, "content-length": str(len(body))}, keep) + body)
         return keep
 
@@ -675,7 +679,11 @@ class LoopbackProvider:
         else:
             assert fault is not None
             work = self._respond(conn, wire, fault, body, req.keep_alive)
-        completed, left = await conn.watch(work)
+        conn.finishing = lambda: self._update(record, True, None)
+        self._update(record, *await conn.watch(work))
+
+    def _update(self, record: RecordedRequest, completed: bool, left: float | None) -> None:
+        # set once before the last write too, so a client that has read the whole response sees completed=True
         with self._lock:
             record.completed, record.disconnected_at = completed, left
             self._lock.notify_all()
@@ -744,6 +752,7 @@ async def _stream(conn: _Conn, wire: Any, fault: Fault, headers: dict[str, str],
             await asyncio.sleep(fault.chunk_delay)
         await conn.chunk(frame)
     await _misbehave(conn, fault.mode)
+    conn.finishing()
     await conn.send(b"0\r\n\r\n")
     return keep
 
@@ -752,6 +761,8 @@ async def _complete(conn: _Conn, payload: bytes, fault: Fault, headers: dict[str
     headers = {**headers, "content-type": JSON}
     if fault.mode in ("truncated", "stall", "reset_mid_stream"):
         head = conn.head(200, {**headers, "content-length": str(len(payload))}, False)
+        if fault.mode == "truncated":
+            conn.finishing()
         await conn.send(head + payload[: len(payload) // 2])
         await _misbehave(conn, fault.mode)
         return False  # truncated: close with the body half sent

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 
 import httpx
@@ -582,8 +583,8 @@ def cli(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """The CLI as a subprocess and the first line it printed; killed and its pipes closed afterwards."""
     env = os.environ | {"PYTHONPATH": str(REPO)}
     command = [sys.executable, "-m", "tests.loopback_provider", "--port", "0", *args]
-    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE}
-    with subprocess.Popen(command, cwd=REPO, env=env, text=True, **pipes) as process:  # type: ignore[call-overload]
+    with subprocess.Popen(command, cwd=REPO, env=env, text=True, stdin=PIPE, stdout=PIPE) as process:
+        assert process.stdout is not None
         try:
             yield process, process.stdout.readline().strip()
         finally:
@@ -597,6 +598,7 @@ def test_cli_prints_its_url_first_and_stops_on_stdin_eof() -> None:
             assert client.post(url + OPENAI.path, json=OPENAI.body()).status_code == 200
             limited = client.post(url + ANTHROPIC.path, json=ANTHROPIC.body(), headers=ANTHROPIC.headers)
         assert limited.status_code == 429 and limited.headers["retry-after"] == "2"
+        assert process.stdin is not None
         process.stdin.close()
         assert process.wait(timeout=10) == 0
 
