@@ -135,13 +135,12 @@ class AnthropicSummarizer(HttpSummarizer):
     async def read_stream(self, response: httpx.Response, meter: ProgressMeter) -> SummaryResult:
         """Assemble text deltas; usage from ``message_start`` and ``message_delta``."""
         state = _Stream()
+        # Read to the end of the body even after message_stop, so the connection is reused.
         async for event in aiter_sse(response.aiter_bytes()):
-            if event.event == "ping":
+            if event.event == "ping" or state.done:
                 continue
             data = json_data(event)
             self._apply(str(data.get("type") or event.event), data, state, meter)
-            if state.done:
-                break
         return self._result(state)
 
     def _apply(self, kind: str, data: JsonDict, state: _Stream, meter: ProgressMeter) -> None:

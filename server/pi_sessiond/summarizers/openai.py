@@ -130,10 +130,14 @@ class OpenAISummarizer(HttpSummarizer):
     async def read_stream(self, response: httpx.Response, meter: ProgressMeter) -> SummaryResult:
         """Assemble ``delta.content``; usage from the final chunk."""
         state = _Stream()
+        # Read to the end of the body even after [DONE]: an unread response cannot go
+        # back to the pool, and the next summary would pay a new connection (TLS) again.
         async for event in aiter_sse(response.aiter_bytes()):
+            if state.done:
+                continue
             if event.data.strip() == "[DONE]":
                 state.done = True
-                break
+                continue
             self._apply(json_data(event), state, meter)
         return self._result(state)
 

@@ -1,0 +1,492 @@
+"""The whole pipeline (engine -> summaries -> real providers) over real loopback HTTP.
+
+Both network providers are built by ``make_summarizer`` with the key in an
+environment variable, pointed at ``tests/loopback_provider.py``. The session
+files are copies of the real Pi fixture (a split turn: two requests) or a
+generated session cut at a user message (one request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.loopback_provider import Fault, LoopbackProvider, RecordedRequest, count_tokens, default_reply
+
+from pi_sessiond.compaction.branch import collect_entries_for_branch_summary, prepare_branch_entries
+from pi_sessiond.compaction.convert import convert_to_llm
+from pi_sessiond.compaction.fileops import format_file_operations
+from pi_sessiond.compaction.prompts import (
+    BRANCH_SUMMARY_PREAMBLE,
+    SPLIT_TURN_SEPARATOR,
+    SUMMARIZATION_SYSTEM_PROMPT,
+    TURN_PREFIX_SUMMARIZATION_PROMPT,
+    build_branch_prompt,
+    build_summary_prompt,
+    build_turn_prefix_prompt,
+)
+from pi_sessiond.compaction.serialize import serialize_conversation
+from pi_sessiond.compaction.tokens import CompactionSettings
+from pi_sessiond.engine import CompactResult, NothingToCompactError, compact, prepare_or_refuse
+from pi_sessiond.examples.generator import generate, write
+from pi_sessiond.navigation import navigate_tree
+from pi_sessiond.store.session import Session
+from pi_sessiond.summaries import HISTORY_HEADINGS, SummaryValidationError
+from pi_sessiond.summarizers.base import Summarizer
+from pi_sessiond.summarizers.config import SummarizerSettings
+from pi_sessiond.summarizers.errors import SummarizerError
+from pi_sessiond.summarizers.factory import make_summarizer
+
+JsonDict = dict[str, Any]
+KEY_ENV = "PI_SESSIOND_TEST_SUMMARIZER_KEY"
+KEY = "sk-loopback-pipeline-9d27c4e1b0"
+PROVIDERS = ["openai", "anthropic"]
+DELAY = 0.4  # seconds before the loopback's first byte: long enough to see two requests overlap
+
+
+@pytest.fixture
+def loopback() -> Iterator[LoopbackProvider]:
+    with LoopbackProvider() as provider:
+        yield provider
+
+
+@pytest.fixture
+def fixture_copy(real_session: Path, tmp_path: Path) -> Path:
+    """The real Pi session: compacting it with default settings splits a turn."""
+    path = tmp_path / "fixture.jsonl"
+    shutil.copyfile(real_session, path)
+    return path
+
+
+@pytest.fixture
+def small_session(tmp_path: Path) -> tuple[Path, CompactionSettings]:
+    """A generated session and settings whose cut lands on a user message (one request, no split)."""
+    path = tmp_path / "small.jsonl"
+    write(path, generate(seed=1, entries=40, shape="linear"))
+    session = Session.open(path)
+    for keep in range(200, 20000, 100):
+        settings = CompactionSettings(keep_recent_tokens=keep)
+        try:
+            prep = prepare_or_refuse(session, settings)
+        except NothingToCompactError:
+            continue
+        if not prep.is_split_turn and len(prep.messages_to_summarize) >= 8:
+            return path, settings
+    raise AssertionError("the generated session has no unsplit cut point")
+
+
+@pytest.fixture
+def make(loopback: LoopbackProvider, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``make(provider, **settings)``: a real provider from the factory, key in the environment.
+
+    Each test closes what it made (``aclose``) in a ``finally``.
+    """
+    monkeypatch.setenv(KEY_ENV, KEY)
+
+    def build(provider: str, **overrides: Any) -> Summarizer:
+        options: JsonDict = {
+            "provider": provider,
+            "model": "loopback-model",
+            "base_url": loopback.base_url + ("/v1" if provider == "openai" else ""),
+            "api_key_env": KEY_ENV,
+            "timeout_seconds": 5.0,
+            "max_retries": 2,
+            "retry_base_delay": 0.001,
+            "retry_max_delay": 0.01,
+        }
+        return make_summarizer(SummarizerSettings(**(options | overrides)))
+
+    return build
+
+
+# -- wire helpers ---------------------------------------------------------------
+
+
+def system_of(body: JsonDict) -> str:
+    """The system prompt of an OpenAI or Anthropic body."""
+    return str(body["system"]) if "system" in body else str(body["messages"][0]["content"])
+
+
+def user_of(body: JsonDict) -> str:
+    """The one user message of an OpenAI or Anthropic body."""
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    assert len(users) == 1
+    return str(users[0]["content"])
+
+
+def cap_of(body: JsonDict) -> int:
+    """The output cap, whichever field the provider uses."""
+    return int(body.get("max_tokens", body.get("max_completion_tokens", -1)))
+
+
+def is_prefix(request: RecordedRequest) -> bool:
+    return user_of(request.body).endswith(TURN_PREFIX_SUMMARIZATION_PROMPT)
+
+
+def conversation_of(body: JsonDict) -> str:
+    """The serialized conversation between ``<conversation>`` tags."""
+    text = user_of(body)
+    assert text.startswith("<conversation>\n")
+    return text[len("<conversation>\n") : text.index("\n</conversation>\n\n")]
+
+
+def speakers(body: JsonDict) -> tuple[int, int]:
+    """How many ``[User]:`` and ``[Assistant]:`` parts the serialized conversation has."""
+    conversation = conversation_of(body)
+    return conversation.count("[User]:"), conversation.count("[Assistant]:")
+
+
+def expected_usage(body: JsonDict) -> tuple[int, int]:
+    """(input, output) tokens the loopback reports for a default answer to ``body``."""
+    return count_tokens(system_of(body) + user_of(body)), count_tokens(default_reply(body))
+
+
+def last_entry(path: Path) -> JsonDict:
+    line: JsonDict = json.loads(path.read_text().splitlines()[-1])
+    return line
+
+
+def serialized(messages: Any) -> str:
+    return serialize_conversation(convert_to_llm(messages))
+
+
+def key_was_sent(request: RecordedRequest) -> bool:
+    headers = request.headers
+    return headers.get("x-api-key") == KEY or headers.get("authorization") == f"Bearer {KEY}"
+
+
+# -- a split turn: two concurrent requests, merged like Pi ----------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_split_turn_sends_two_overlapping_requests_and_merges_them_like_pi(
+    provider: str, fixture_copy: Path, loopback: LoopbackProvider, make: Any
+) -> None:
+    prep = prepare_or_refuse(Session.open(fixture_copy), CompactionSettings())
+    assert prep.is_split_turn and prep.messages_to_summarize and prep.turn_prefix_messages
+    loopback.script(Fault("ok", delay=DELAY), Fault("ok", delay=DELAY))
+    summarizer = make(provider)
+    try:
+        result = await compact(Session.open(fixture_copy), summarizer)
+    finally:
+        await summarizer.aclose()
+    requests = loopback.requests
+    assert len(requests) == 2 and all(r.completed for r in requests)
+    first, second = sorted(requests, key=lambda r: r.received_at)
+    # Neither answer can finish before DELAY after its request arrived: the second arrived before the first ended.
+    assert second.received_at - first.received_at < DELAY
+    history, prefix = sorted(requests, key=is_prefix)
+    assert not is_prefix(history) and is_prefix(prefix)
+    assert all(system_of(r.body) == SUMMARIZATION_SYSTEM_PROMPT for r in requests)
+    assert user_of(history.body) == build_summary_prompt(serialized(prep.messages_to_summarize), prep.previous_summary)
+    assert user_of(prefix.body) == build_turn_prefix_prompt(serialized(prep.turn_prefix_messages))
+    assert all(key_was_sent(r) for r in requests)
+    _assert_merged_entry(fixture_copy, result, history, prefix)
+
+
+def _assert_merged_entry(path: Path, result: CompactResult, history: RecordedRequest, prefix: RecordedRequest) -> None:
+    entry = last_entry(path)
+    assert entry["type"] == "compaction" and entry["id"] == result.entry.id
+    details = entry["details"]
+    assert details["modifiedFiles"], "the fixture modifies files: the file block must not be empty"
+    files = format_file_operations(details["readFiles"], details["modifiedFiles"])
+    merged = default_reply(history.body) + SPLIT_TURN_SEPARATOR + default_reply(prefix.body) + files
+    assert entry["summary"] == merged
+    (in_h, out_h), (in_p, out_p) = expected_usage(history.body), expected_usage(prefix.body)
+    usage = entry["usage"]
+    assert (usage["input"], usage["output"]) == (in_h + in_p, out_h + out_p)
+    assert usage["totalTokens"] == in_h + in_p + out_h + out_p
+    assert (result.usage.input, result.usage.output) == (usage["input"], usage["output"])
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    ("reserve", "cap", "history_cap", "prefix_cap"),
+    [
+        (16384, None, 13107, 8192),  # floor(0.8 * 16384) = floor(13107.2); 0.5 * 16384
+        (20001, None, 16000, 10000),  # floor(16000.8), floor(10000.5)
+        (16384, 10000, 10000, 8192),  # settings.maxTokens caps the history request only
+        (16384, 5000, 5000, 5000),
+    ],
+)
+async def test_output_caps_are_shares_of_the_reserve_capped_by_settings(
+    provider: str,
+    reserve: int,
+    cap: int | None,
+    history_cap: int,
+    prefix_cap: int,
+    fixture_copy: Path,
+    loopback: LoopbackProvider,
+    make: Any,
+) -> None:
+    summarizer = make(provider, max_tokens=cap)
+    try:
+        await compact(Session.open(fixture_copy), summarizer, settings=CompactionSettings(reserve_tokens=reserve))
+    finally:
+        await summarizer.aclose()
+    history, prefix = sorted(loopback.requests, key=is_prefix)
+    assert (cap_of(history.body), cap_of(prefix.body)) == (history_cap, prefix_cap)
+    assert "thinking" not in history.body and "reasoning_effort" not in history.body  # the fixture's level is off
+
+
+# -- the summarizer's own context overflow: drop the oldest messages, retry --------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_context_length_error_drops_the_oldest_messages_and_succeeds(
+    provider: str, small_session: tuple[Path, CompactionSettings], loopback: LoopbackProvider, make: Any
+) -> None:
+    path, settings = small_session
+    loopback.script("context_length")
+    summarizer = make(provider)
+    try:
+        result = await compact(Session.open(path), summarizer, settings=settings)
+    finally:
+        await summarizer.aclose()
+    first, second = loopback.requests
+    assert (first.mode, second.mode) == ("context_length", "ok")
+    (users_1, assistants_1), (users_2, assistants_2) = speakers(first.body), speakers(second.body)
+    assert users_2 <= users_1 and assistants_2 <= assistants_1
+    assert users_2 + assistants_2 < users_1 + assistants_1
+    assert conversation_of(first.body).endswith(conversation_of(second.body))  # the oldest went, the newest stayed
+    assert result.dropped_messages > 0
+    assert last_entry(path)["summary"].startswith(default_reply(second.body))
+
+
+# -- validation: one more request, then a clear error -----------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_an_answer_without_headings_is_asked_for_once_more(
+    provider: str, small_session: tuple[Path, CompactionSettings], loopback: LoopbackProvider, make: Any
+) -> None:
+    path, settings = small_session
+    loopback.script(Fault("ok", reply="just prose"))
+    summarizer = make(provider)
+    try:
+        await compact(Session.open(path), summarizer, settings=settings)
+    finally:
+        await summarizer.aclose()
+    first, second = loopback.requests
+    assert user_of(first.body) == user_of(second.body)
+    summary = last_entry(path)["summary"]
+    assert summary.startswith(default_reply(second.body)) and "just prose" not in summary
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_two_answers_without_headings_are_a_validation_error_and_write_nothing(
+    provider: str, small_session: tuple[Path, CompactionSettings], loopback: LoopbackProvider, make: Any
+) -> None:
+    path, settings = small_session
+    before = path.read_bytes()
+    loopback.set_default(Fault("ok", reply="just prose"))
+    summarizer = make(provider)
+    try:
+        with pytest.raises(SummaryValidationError, match="missing headings"):
+            await compact(Session.open(path), summarizer, settings=settings)
+    finally:
+        await summarizer.aclose()
+    assert len(loopback.requests) == 2
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_an_oversized_answer_is_asked_for_once_more(
+    provider: str, small_session: tuple[Path, CompactionSettings], loopback: LoopbackProvider, make: Any
+) -> None:
+    path, settings = small_session
+    headings = "\n\n".join(f"{h}\n- x" for h in HISTORY_HEADINGS)
+    loopback.script(Fault("ok", reply=headings + "\n" + "padding " * 40000))  # ~80k tokens
+    summarizer = make(provider)
+    try:
+        await compact(Session.open(path), summarizer, settings=settings)
+    finally:
+        await summarizer.aclose()
+    assert len(loopback.requests) == 2
+    assert "padding" not in last_entry(path)["summary"]
+
+
+# -- provider failures --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_server_errors_past_the_retry_limit_are_a_summarizer_error_and_write_nothing(
+    provider: str, small_session: tuple[Path, CompactionSettings], loopback: LoopbackProvider, make: Any
+) -> None:
+    path, settings = small_session
+    before = path.read_bytes()
+    loopback.set_default("500")
+    summarizer = make(provider, max_retries=2)
+    try:
+        with pytest.raises(SummarizerError) as info:
+            await compact(Session.open(path), summarizer, settings=settings)
+    finally:
+        await summarizer.aclose()
+    assert info.value.status == 500 and "HTTP 500" in str(info.value)
+    assert len(loopback.requests) == 3
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_failing_split_turn_is_a_plain_summarizer_error(
+    provider: str, fixture_copy: Path, loopback: LoopbackProvider, make: Any
+) -> None:
+    before = fixture_copy.read_bytes()
+    loopback.set_default("500")
+    summarizer = make(provider, max_retries=1)
+    try:
+        with pytest.raises(SummarizerError) as info:
+            await compact(Session.open(fixture_copy), summarizer)
+    finally:
+        await summarizer.aclose()
+        assert fixture_copy.read_bytes() == before
+    assert info.value.status == 500
+
+
+# -- cancellation ---------------------------------------------------------------------
+
+
+async def _cancel_while_streaming(path: Path, summarizer: Summarizer, loopback: LoopbackProvider,
+                                  settings: CompactionSettings, streams: int) -> float:
+    """Start a compaction, cancel it once ``streams`` stalled streams have sent text; the cancel time."""
+    streamed = asyncio.Event()
+    session = Session.open(path)
+    task = asyncio.create_task(
+        compact(session, summarizer, settings=settings, progress=lambda m, p: "streamed" in m and streamed.set())
+    )
+    await loopback.await_for(lambda r: len(loopback.requests) >= streams)
+    await asyncio.wait_for(streamed.wait(), 5)
+    await asyncio.sleep(0.05)  # every stream has reached its stall
+    cancelled_at = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert task.cancelled()
+    return cancelled_at
+
+
+async def _disconnections(loopback: LoopbackProvider, timeout: float = 2.0) -> list[float]:
+    """When the server saw each client leave (waits until every recorded request has left)."""
+    deadline = time.monotonic() + timeout
+    while not all(r.disconnected_at for r in loopback.requests) and time.monotonic() < deadline:
+        await asyncio.sleep(0.002)
+    return [r.disconnected_at or math.inf for r in loopback.requests]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("split", [False, True], ids=["one-request", "split-turn"])
+async def test_cancellation_mid_stream_closes_every_connection_within_100ms_and_writes_nothing(
+    provider: str,
+    split: bool,
+    fixture_copy: Path,
+    small_session: tuple[Path, CompactionSettings],
+    loopback: LoopbackProvider,
+    make: Any,
+) -> None:
+    path, settings = (fixture_copy, CompactionSettings()) if split else small_session
+    before = path.read_bytes()
+    loopback.set_default("stall")
+    summarizer = make(provider)
+    try:
+        cancelled_at = await _cancel_while_streaming(path, summarizer, loopback, settings, 2 if split else 1)
+        gone = await _disconnections(loopback)
+    finally:
+        await summarizer.aclose()
+    assert len(gone) == (2 if split else 1)
+    assert max(gone) - cancelled_at < 0.1, [t - cancelled_at for t in gone]
+    assert path.read_bytes() == before
+
+
+# -- secrets ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_the_api_key_never_reaches_the_entry_the_logs_or_an_error(
+    provider: str,
+    small_session: tuple[Path, CompactionSettings],
+    loopback: LoopbackProvider,
+    make: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    path, settings = small_session
+    failing = path.with_name("failing.jsonl")
+    shutil.copyfile(path, failing)
+    loopback.script("500", Fault("ok", reply="just prose"), "ok")
+    summarizer = make(provider, max_retries=2)
+    try:
+        await compact(Session.open(path), summarizer, settings=settings)
+        loopback.set_default("503")
+        with pytest.raises(SummarizerError) as info:
+            await compact(Session.open(failing), summarizer, settings=settings)
+    finally:
+        await summarizer.aclose()
+    assert len(loopback.requests) == 6 and all(key_was_sent(r) for r in loopback.requests)  # the key was there to leak
+    assert "attempt 1/3 failed" in caplog.text  # retries were logged
+    error = info.value
+    texts = [path.read_text(), caplog.text, str(error), repr(error), repr(error.__cause__), repr(error.__context__)]
+    assert not [text for text in texts if KEY in text]
+
+
+# -- branch summaries ------------------------------------------------------------------
+
+
+async def test_navigating_with_a_summary_sends_the_branch_request_to_anthropic(
+    fixture_copy: Path, loopback: LoopbackProvider, make: Any
+) -> None:
+    session = Session.open(fixture_copy)
+    old_leaf = session.leaf_id
+    target = session.path_to()[-40]
+    collected = collect_entries_for_branch_summary(session.tree.get, old_leaf, target.id)
+    messages = prepare_branch_entries(collected.entries, 128000 - 16384).messages
+    assert messages
+    summarizer = make("anthropic")
+    try:
+        result = await navigate_tree(session, target.id, summarizer=summarizer, summarize=True)
+    finally:
+        await summarizer.aclose()
+    (request,) = loopback.requests
+    body = request.body
+    assert request.path == "/v1/messages" and body["max_tokens"] == 2048 and "thinking" not in body
+    assert body["system"] == SUMMARIZATION_SYSTEM_PROMPT
+    assert user_of(body) == build_branch_prompt(serialized(messages))
+    assert "cache_control" not in json.dumps(body)
+    entry = last_entry(fixture_copy)
+    assert result.entry is not None and entry["id"] == result.entry.id
+    assert entry["type"] == "branch_summary" and entry["fromId"] == old_leaf
+    assert entry["summary"].startswith(BRANCH_SUMMARY_PREAMBLE + default_reply(body))
+    assert (entry["usage"]["input"], entry["usage"]["output"]) == expected_usage(body)
+
+
+# -- connection reuse -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_consecutive_summaries_reuse_one_connection(
+    provider: str,
+    small_session: tuple[Path, CompactionSettings],
+    loopback: LoopbackProvider,
+    make: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    path, settings = small_session
+    second = path.with_name("second.jsonl")
+    shutil.copyfile(path, second)
+    caplog.set_level(logging.DEBUG, logger="httpcore.connection")
+    summarizer = make(provider)
+    try:
+        await compact(Session.open(path), summarizer, settings=settings)
+        await compact(Session.open(second), summarizer, settings=settings)
+    finally:
+        await summarizer.aclose()
+    assert len(loopback.requests) == 2
+    connects = [r for r in caplog.records if r.getMessage().startswith("connect_tcp.complete")]
+    assert len(connects) == 1
