@@ -5,6 +5,7 @@ camelCase JSON used on the wire and in Pi's session files. Imports attrs and
 cattrs only.
 """
 
+from pi_protocol import errors, methods, params, results
 from pi_protocol.compaction import CompactionPreview, CompactResult, NavigateResult
 from pi_protocol.content import ContentBlock, ImageContent, TextContent, ThinkingContent, ToolCall
 from pi_protocol.converter import StructureError, converter, structure, unstructure
@@ -78,6 +79,10 @@ __all__ = [
     "Usage",
     "UserMessage",
     "converter",
+    "errors",
+    "methods",
+    "params",
+    "results",
     "structure",
     "unstructure",
 ]

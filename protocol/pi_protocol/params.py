@@ -1,0 +1,148 @@
+"""Parameters of every ``pi/*`` request (PROTOCOL.md "Methods").
+
+Unknown keys are tolerated (``extra``) so newer clients can talk to us; a
+wrong type or a missing required field is an ``-32602`` naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from pi_protocol.base import JsonDict, extra_field
+
+ProgressToken = int | str
+
+
+@attrs.define(kw_only=True)
+class CreateSessionParams:
+    cwd: str
+    session_id: str | None = None
+    parent_session: str | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class OpenSessionParams:
+    path: str | None = None
+    session_id: str | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class SessionParams:
+    """Params that only name a session (``pi/closeSession``, ``pi/getStats``)."""
+
+    session_id: str
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class ListSessionsParams:
+    cwd: str | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class AppendParams:
+    session_id: str
+    entries: list[JsonDict]
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class GetContextParams:
+    session_id: str
+    leaf_id: str | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class GetTreeParams:
+    session_id: str
+    root_id: str | None = None
+    offset: int = 0
+    limit: int | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class GetEntriesParams:
+    session_id: str
+    ids: list[str] | None = None
+    from_id: str | None = None
+    to_id: str | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class SetLabelParams:
+    session_id: str
+    entry_id: str
+    label: str | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class ForkParams:
+    session_id: str
+    entry_id: str
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class EstimateTokensParams:
+    session_id: str | None = None
+    leaf_id: str | None = None
+    text: str | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class CompactParams:
+    session_id: str
+    custom_instructions: str | None = None
+    work_done_token: ProgressToken | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class NavigateTreeParams:
+    session_id: str
+    target_id: str
+    summarize: bool = False
+    custom_instructions: str | None = None
+    replace_instructions: bool = False
+    label: str | None = None
+    work_done_token: ProgressToken | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class ReportOverflowParams:
+    session_id: str
+    work_done_token: ProgressToken | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class GetSettingsParams:
+    session_id: str | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class UpdateSettingsParams:
+    settings: dict[str, Any]
+    session_id: str | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class InitializationOptions:
+    """``initializationOptions`` of ``initialize``."""
+
+    settings: dict[str, Any] | None = None
+    sessions_dir: str | None = None
+    extra: JsonDict = extra_field()

@@ -1,0 +1,235 @@
+"""Results of the ``pi/*`` requests and the daemon's notifications and hook requests.
+
+``entry``/``entries``/``messages`` fields are Pi's JSON objects passed through.
+Fields marked ``keep_null`` are always present (``null`` when empty), as
+PROTOCOL.md shows them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from pi_protocol.base import keep_null
+from pi_protocol.compaction import CompactionPreview
+from pi_protocol.session import SessionWarning
+
+Reason = Literal["manual", "threshold", "overflow"]
+
+
+@attrs.define(kw_only=True)
+class SessionInfo:
+    """SESSION: what open/create/fork answer."""
+
+    session_id: str
+    path: str | None = keep_null(default=None)
+    header: dict[str, Any] = attrs.field(factory=dict)
+    leaf_id: str | None = keep_null(default=None)
+    entry_count: int = 0
+    warnings: list[SessionWarning] = attrs.field(factory=list)
+
+
+@attrs.define(kw_only=True)
+class SessionSummary:
+    session_id: str
+    path: str
+    name: str | None = keep_null(default=None)
+    cwd: str = ""
+    modified: str | None = keep_null(default=None)
+    message_count: int = 0
+    first_message: str = ""
+
+
+@attrs.define(kw_only=True)
+class ListSessionsResult:
+    sessions: list[SessionSummary] = attrs.field(factory=list)
+
+
+@attrs.define(kw_only=True)
+class AppendResult:
+    ids: list[str]
+    leaf_id: str | None = keep_null(default=None)
+    context_tokens: int = 0
+    should_compact: bool = False
+
+
+@attrs.define(kw_only=True)
+class TreeNode:
+    id: str
+    parent_id: str | None = keep_null(default=None)
+    type: str = ""
+    role: str | None = keep_null(default=None)
+    preview: str = ""
+    label: str | None = keep_null(default=None)
+    timestamp: str = ""
+    child_ids: list[str] = attrs.field(factory=list)
+    on_active_path: bool = False
+
+
+@attrs.define(kw_only=True)
+class TreeResult:
+    leaf_id: str | None = keep_null(default=None)
+    nodes: list[TreeNode] = attrs.field(factory=list)
+    total: int = 0
+
+
+@attrs.define(kw_only=True)
+class EntriesResult:
+    entries: list[Any] = attrs.field(factory=list)
+
+
+@attrs.define(kw_only=True)
+class IdResult:
+    id: str
+
+
+@attrs.define(kw_only=True)
+class TokenTotals:
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total: int = 0
+
+
+@attrs.define(kw_only=True)
+class StatsResult:
+    tokens: TokenTotals = attrs.field(factory=TokenTotals)
+    cost: float = 0
+    message_counts: dict[str, int] = attrs.field(factory=dict)
+    compactions: int = 0
+    branch_summaries: int = 0
+    context_tokens: int | None = keep_null(default=None)
+    context_window: int = 0
+    context_percent: float | None = keep_null(default=None)
+
+
+@attrs.define(kw_only=True)
+class EstimateTokensResult:
+    tokens: int
+    estimator: str
+
+
+@attrs.define(kw_only=True)
+class SettingsResult:
+    settings: dict[str, Any] = attrs.field(factory=dict)
+    sources: dict[str, str] | None = None
+
+
+# -- notifications ------------------------------------------------------------
+
+
+@attrs.define(kw_only=True)
+class CompactionStarted:
+    session_id: str
+    reason: Reason
+    will_retry: bool = False
+
+
+@attrs.define(kw_only=True)
+class CompactionEnded:
+    session_id: str
+    reason: Reason
+    will_retry: bool = False
+    entry: Any = None
+    error: str | None = None
+
+
+@attrs.define(kw_only=True)
+class Compacted:
+    session_id: str
+    entry: Any
+    reason: Reason
+
+
+@attrs.define(kw_only=True)
+class TreeNavigated:
+    session_id: str
+    old_leaf_id: str | None = keep_null(default=None)
+    leaf_id: str | None = keep_null(default=None)
+    entry: Any = None
+
+
+@attrs.define(kw_only=True)
+class SessionChanged:
+    session_id: str
+    leaf_id: str | None = keep_null(default=None)
+    reason: str = ""
+
+
+# -- hook requests (daemon -> client) --------------------------------------------
+
+
+@attrs.define(kw_only=True)
+class HookPreparation(CompactionPreview):
+    """``preparation`` of ``pi/beforeCompact``: the preview plus the settings in force."""
+
+    settings: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.define(kw_only=True)
+class BeforeCompactParams:
+    session_id: str
+    reason: Reason
+    will_retry: bool
+    custom_instructions: str | None = keep_null(default=None)
+    preparation: HookPreparation
+
+
+@attrs.define(kw_only=True)
+class HookCompaction:
+    """A compaction supplied by a ``pi/beforeCompact`` hook (stored with ``fromHook: true``)."""
+
+    summary: str
+    first_kept_entry_id: str | None = None
+    tokens_before: int | None = None
+    details: Any = None
+    usage: Any = None
+
+
+@attrs.define(kw_only=True)
+class BeforeCompactAnswer:
+    cancel: bool = False
+    compaction: HookCompaction | None = None
+
+
+@attrs.define(kw_only=True)
+class BeforeTreeParams:
+    session_id: str
+    target_id: str
+    old_leaf_id: str | None = keep_null(default=None)
+    common_ancestor_id: str | None = keep_null(default=None)
+    entries_to_summarize: list[Any] = attrs.field(factory=list)
+    user_wants_summary: bool = False
+    custom_instructions: str | None = keep_null(default=None)
+    replace_instructions: bool = False
+    label: str | None = keep_null(default=None)
+
+
+@attrs.define(kw_only=True)
+class HookBranchSummary:
+    summary: str
+    details: Any = None
+    usage: Any = None
+
+
+@attrs.define(kw_only=True)
+class BeforeTreeAnswer:
+    cancel: bool = False
+    summary: HookBranchSummary | None = None
+
+
+@attrs.define(kw_only=True)
+class ReviewSummaryParams:
+    session_id: str
+    kind: Literal["compaction", "branchSummary"]
+    summary: str
+    tokens_before: int
+    estimated_tokens_after: int
+
+
+@attrs.define(kw_only=True)
+class ReviewSummaryAnswer:
+    action: Literal["accept", "edit", "reject"]
+    summary: str | None = None
