@@ -7,26 +7,33 @@ Contracts:
 - The summary is validated (see ``summaries``) and must not be larger than
   what it replaces (allowing a small floor for tiny ranges); one retry, then
   a clear error.
-- Before writing, the leaf is re-checked: if it moved while the summarizer ran
-  the result is dropped with :class:`ConflictError`. Exactly one ``compaction``
-  entry is appended, in one line, only after everything succeeded, so a
-  failure or cancellation at any earlier point leaves the file untouched.
+- Hook points for the daemon: ``supply`` may hand in a finished entry (a
+  ``pi/beforeCompact`` hook; no summarizer call then) and ``review`` may edit
+  or reject the summary before it is written (``pi/reviewSummary``).
+- Before writing, the leaf is re-checked: the entry is written when the leaf
+  is the prepared one or continues it without another compaction (entries
+  appended meanwhile then sit between the kept ones and the compaction, so
+  nothing is lost); any other move is :class:`ConflictError`. Exactly one
+  ``compaction`` entry is appended, in one line, only after everything
+  succeeded, so a failure or cancellation earlier leaves the file untouched.
 - The entry is Pi's (``summary, firstKeptEntryId, tokensBefore, details,
   fromHook``) plus ``usage`` of the summarization calls (newer Pi does too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
 
-from pi_protocol import CompactionEntry, FileDetails, Usage, unstructure
+from pi_protocol import CompactionEntry, CompactionPreview, FileDetails, Usage, unstructure
 from pi_sessiond.compaction.fileops import format_file_operations
-from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
+from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction, summary_requests
 from pi_sessiond.compaction.tokens import CompactionSettings, estimate_tokens
+from pi_sessiond.store.context import context_from_path
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.layout import now_iso
 from pi_sessiond.store.session import Session
 from pi_sessiond.summaries import SummaryText, SummaryValidationError, summarize_history
 from pi_sessiond.summarizers.base import Summarizer
@@ -55,6 +62,12 @@ class ConflictError(EngineError):
 
 Progress = Callable[[str, int | None], None]
 """``progress(message, percentage)``: phases for a progress bar."""
+
+Supplier = Callable[[CompactionPreparation], Awaitable[JsonDict | None]]
+"""Returns a finished compaction entry to store instead of summarizing, or ``None``."""
+
+Reviewer = Callable[[str, int, int], Awaitable[str]]
+"""``review(summary, tokens_before, estimated_tokens_after)`` -> the summary to write (or raises)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -87,6 +100,8 @@ async def compact(
     settings: CompactionSettings | None = None,
     custom_instructions: str | None = None,
     progress: Progress | None = None,
+    supply: Supplier | None = None,
+    review: Reviewer | None = None,
 ) -> CompactResult:
     """Compact the leaf's path and append one compaction entry."""
     settings = settings or CompactionSettings()
@@ -94,31 +109,45 @@ async def compact(
     report("preparing", 0)
     leaf_before = session.leaf_id
     prep = prepare_or_refuse(session, settings)
-    count = len(prep.messages_to_summarize) + len(prep.turn_prefix_messages)
-    report(f"summarizing {count} messages", 5)
-    for attempt in range(2):  # an oversized answer is asked for once more
-        summary = await _summarize(session, summarizer, prep, custom_instructions, report)
-        text = summary.text + _file_block(prep)
-        try:
-            _check_size(text, prep)
-            break
-        except SummaryValidationError:
-            if attempt == 1:
-                raise
+    data = await supply(prep) if supply is not None else None
+    summary = SummaryText(text="", usage=Usage())
+    if data is None:
+        count = len(prep.messages_to_summarize) + len(prep.turn_prefix_messages)
+        report(f"summarizing {count} messages", 5)
+        summary = await _sized_summary(session, summarizer, prep, custom_instructions, report)
+        text = summary.text
+        if review is not None:
+            pending = compaction_entry(prep, text, summary.usage)
+            text = await review(text, prep.tokens_before, pending_tokens(session, pending))
+        data = compaction_entry(prep, text, summary.usage)
     report("writing", 95)
-    if session.leaf_id != leaf_before:
-        raise ConflictError("the session moved to another entry while the summary was being made")
-    entry = session.append([compaction_entry(prep, text, summary.usage)])[0]
+    check_descends(session, leaf_before)
+    entry = session.append([data])[0]
     # Usage recorded before the compaction describes the old context: estimate the new one.
     after = sum(estimate_tokens(m) for m in session.context().messages)
     report("done", 100)
     return CompactResult(
         entry=entry,
-        tokens_before=prep.tokens_before,
+        tokens_before=int(entry.data.get("tokensBefore") or 0),
         tokens_after=after,
         usage=summary.usage,
         dropped_messages=summary.dropped_messages,
     )
+
+
+async def _sized_summary(
+    session: Session, summarizer: Summarizer, prep: CompactionPreparation, instructions: str | None, report: Progress
+) -> SummaryText:
+    """The summary with its file lists; an oversized answer is asked for once more."""
+    for attempt in range(2):
+        summary = await _summarize(session, summarizer, prep, instructions, report)
+        text = summary.text + _file_block(prep)
+        problem = oversized(text, prep)
+        if not problem:
+            return SummaryText(text=text, usage=summary.usage, dropped_messages=summary.dropped_messages)
+        if attempt == 1:
+            raise SummaryValidationError(problem)
+    raise AssertionError("unreachable")
 
 
 async def _summarize(
@@ -142,18 +171,56 @@ async def _summarize(
     )
 
 
+def check_descends(session: Session, leaf_before: str | None) -> None:
+    """:class:`ConflictError` unless the leaf is ``leaf_before`` or continues it without a compaction."""
+    if session.leaf_id == leaf_before:
+        return
+    for entry in session.tree.iter_up(session.leaf_id):
+        if entry.id == leaf_before:
+            return
+        if entry.type == "compaction":
+            raise ConflictError("another compaction was written while the summary was being made")
+    raise ConflictError("the session moved to another branch while the summary was being made")
+
+
+def pending_tokens(session: Session, data: JsonDict) -> int:
+    """Pi's estimate of the context if ``data`` were appended at the leaf now."""
+    pending = Entry.from_data({**data, "id": "(pending)", "parentId": session.leaf_id, "timestamp": now_iso()})
+    return sum(estimate_tokens(m) for m in context_from_path([*session.path_to(), pending]).messages)
+
+
+def preview(prep: CompactionPreparation, instructions: str | None) -> CompactionPreview:
+    """What a compaction would do, as ``compact --dry-run`` and ``pi/beforeCompact`` show it."""
+    requests = summary_requests(prep, instructions)
+    lists = prep.file_lists
+    return CompactionPreview(
+        first_kept_entry_id=prep.first_kept_entry_id,
+        is_split_turn=prep.is_split_turn,
+        tokens_before=prep.tokens_before,
+        messages_to_summarize=list(prep.messages_to_summarize),
+        turn_prefix_messages=list(prep.turn_prefix_messages),
+        previous_summary=prep.previous_summary,
+        read_files=list(lists.read_files),
+        modified_files=list(lists.modified_files),
+        serialized=requests.serialized,
+        turn_prefix_serialized=requests.turn_prefix_serialized,
+        prompt=requests.history_prompt or "",
+        nothing_to_compact=prep.nothing_to_compact,
+    )
+
+
 def _file_block(prep: CompactionPreparation) -> str:
     lists = prep.file_lists
     return format_file_operations(lists.read_files, lists.modified_files)
 
 
-def _check_size(text: str, prep: CompactionPreparation) -> None:
+def oversized(text: str, prep: CompactionPreparation) -> str:
+    """Why ``text`` is too large for what it replaces, or ``""``."""
     replaced = sum(estimate_tokens(m) for m in (*prep.messages_to_summarize, *prep.turn_prefix_messages))
     size = estimate_tokens({"role": "compactionSummary", "summary": text})
     if size > max(replaced, MIN_SIZE_FLOOR):
-        raise SummaryValidationError(
-            f"the summary ({size} tokens) is larger than the {replaced} tokens it would replace"
-        )
+        return f"the summary ({size} tokens) is larger than the {replaced} tokens it would replace"
+    return ""
 
 
 def compaction_entry(prep: CompactionPreparation, summary: str, usage: Usage | None) -> JsonDict:

@@ -14,6 +14,9 @@ Contracts:
 - Without a summary or label nothing is written (Pi never stores the leaf).
 - The leaf is re-checked before anything is written; if it moved meanwhile the
   summary is dropped with ``ConflictError``.
+- Hook points for the daemon: ``supplied`` is a finished summary (a
+  ``pi/beforeTree`` hook; stored with ``fromHook: true``, used only when a
+  summary was asked for) and ``review`` may edit or reject a generated one.
 """
 
 from __future__ import annotations
@@ -27,8 +30,11 @@ from pi_protocol import BranchSummaryEntry, FileDetails, LabelEntry, Usage, unst
 from pi_sessiond.compaction.branch import collect_entries_for_branch_summary, prepare_branch_entries
 from pi_sessiond.compaction.fileops import compute_file_lists, format_file_operations
 from pi_sessiond.compaction.prompts import BRANCH_SUMMARY_PREAMBLE
-from pi_sessiond.engine import ConflictError, Progress
+from pi_sessiond.compaction.tokens import estimate_context_tokens, estimate_tokens
+from pi_sessiond.engine import ConflictError, Progress, Reviewer
+from pi_sessiond.store.context import context_from_path
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.layout import now_iso
 from pi_sessiond.store.session import Session
 from pi_sessiond.summaries import summarize_branch
 from pi_sessiond.summarizers.base import Summarizer
@@ -45,7 +51,15 @@ class BranchSummary:
     summary: str
     read_files: tuple[str, ...] = ()
     modified_files: tuple[str, ...] = ()
-    usage: Usage = attrs.field(factory=Usage)
+    usage: Usage | None = attrs.field(factory=Usage)
+    details: Any = None  # a hook's own details; else the file lists
+    from_hook: bool = False
+
+    def stored_details(self) -> Any:
+        """``details`` as written to the entry."""
+        if self.from_hook:
+            return self.details
+        return FileDetails(read_files=list(self.read_files), modified_files=list(self.modified_files))
 
 
 @attrs.frozen(kw_only=True)
@@ -120,6 +134,8 @@ async def navigate_tree(
     label: str | None = None,
     reserve_tokens: int = 16384,
     progress: Progress | None = None,
+    supplied: BranchSummary | None = None,
+    review: Reviewer | None = None,
 ) -> NavigateResult:
     """Move the leaf to ``target_id`` like Pi's ``/tree``, summarizing the branch left if asked."""
     old_leaf = session.leaf_id
@@ -127,7 +143,9 @@ async def navigate_tree(
         return NavigateResult(old_leaf_id=old_leaf, leaf_id=old_leaf)
     target = session.entry(target_id)
     summary: BranchSummary | None = None
-    if summarize:
+    if summarize and supplied is not None:
+        summary = supplied
+    elif summarize:
         collected = collect_entries_for_branch_summary(session.tree.get, old_leaf, target_id)
         if collected.entries:
             if summarizer is None:
@@ -140,6 +158,8 @@ async def navigate_tree(
                 replace_instructions=replace_instructions,
                 progress=progress,
             )
+            if review is not None:
+                summary = attrs.evolve(summary, summary=await _reviewed(session, target, summary, review))
     if session.leaf_id != old_leaf:
         raise ConflictError("the session moved to another entry while the branch summary was being made")
     new_leaf, editor_text = landing(target)
@@ -153,15 +173,30 @@ async def navigate_tree(
     return NavigateResult(old_leaf_id=old_leaf, leaf_id=session.leaf_id, entry=written, editor_text=editor_text)
 
 
+async def _reviewed(session: Session, target: Entry, summary: BranchSummary, review: Reviewer) -> str:
+    before = estimate_context_tokens(session.context().messages).tokens
+    new_leaf = landing(target)[0]
+    pending = Entry.from_data(
+        {"type": "branch_summary", "id": "(pending)", "parentId": new_leaf, "timestamp": now_iso(),
+         "fromId": "", "summary": summary.summary}
+    )
+    path = session.path_to(new_leaf) if new_leaf is not None else []
+    after = sum(estimate_tokens(m) for m in context_from_path([*path, pending]).messages)
+    return await review(summary.summary, before, after)
+
+
 def _write(
     session: Session, summary: BranchSummary | None, old_leaf: str | None, target_id: str, label: str | None
 ) -> Entry | None:
     written: Entry | None = None
     rows: list[JsonDict] = []
     if summary is not None:
-        details = FileDetails(read_files=list(summary.read_files), modified_files=list(summary.modified_files))
         entry = BranchSummaryEntry(
-            from_id=old_leaf or "root", summary=summary.summary, details=details, from_hook=False, usage=summary.usage
+            from_id=old_leaf or "root",
+            summary=summary.summary,
+            details=summary.stored_details(),
+            from_hook=summary.from_hook,
+            usage=summary.usage,
         )
         written = session.append([unstructure(entry)])[0]
     if label:

@@ -22,10 +22,9 @@ from pi_sessiond.cli.runtime import add_summarizer_arguments, settings_for, summ
 from pi_sessiond.compaction.prepare import (
     CompactionPreparation,
     prepare_compaction,
-    summary_requests,
 )
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.engine import compact
+from pi_sessiond.engine import compact, preview
 from pi_sessiond.settings import compaction_settings
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session
@@ -84,26 +83,6 @@ def settings_from(args: argparse.Namespace, cwd: str | None = None) -> JsonDict:
 def refusal(path: list[Entry]) -> str:
     """Pi's message for a path it will not prepare."""
     return ALREADY_COMPACTED if path and path[-1].type == "compaction" else TOO_SMALL
-
-
-def preview(prep: CompactionPreparation, instructions: str | None) -> CompactionPreview:
-    """The ``--dry-run --json`` document (PROTOCOL.md "Command line")."""
-    requests = summary_requests(prep, instructions)
-    lists = prep.file_lists
-    return CompactionPreview(
-        first_kept_entry_id=prep.first_kept_entry_id,
-        is_split_turn=prep.is_split_turn,
-        tokens_before=prep.tokens_before,
-        messages_to_summarize=list(prep.messages_to_summarize),
-        turn_prefix_messages=list(prep.turn_prefix_messages),
-        previous_summary=prep.previous_summary,
-        read_files=list(lists.read_files),
-        modified_files=list(lists.modified_files),
-        serialized=requests.serialized,
-        turn_prefix_serialized=requests.turn_prefix_serialized,
-        prompt=requests.history_prompt or "",
-        nothing_to_compact=prep.nothing_to_compact,
-    )
 
 
 def _print_text(prep: CompactionPreparation, doc: CompactionPreview) -> None:

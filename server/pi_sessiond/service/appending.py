@@ -1,0 +1,117 @@
+"""``pi/append``: validate, write, measure, and maybe start an auto-compaction.
+
+Contracts:
+- Entries of a known type are structured with the protocol classes (a wrong
+  field is :class:`InvalidParams` naming ``entries.<i>.<field>``) and written
+  through them; entries of an unknown type pass as they are. ``id``,
+  ``parentId`` and ``timestamp`` are assigned by the store.
+- An entry whose JSON is above ``daemon.maxMessageBytes`` is :class:`TooLarge`;
+  nothing of the request is written then.
+- Durability: ``daemon.fsync`` ``always`` fsyncs every append, ``never`` not.
+- The auto-compaction check mirrors Pi's ``_checkCompaction`` threshold
+  branch (reference §9.2) for the last assistant message of the append; the
+  loop guard allows one automatic compaction per turn (a user message starts
+  a turn), and none beside a running job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from pi_protocol import ENTRY_TYPES, StructureError, methods, structure, unstructure
+from pi_protocol.params import AppendParams
+from pi_protocol.results import AppendResult, SessionChanged
+from pi_sessiond.compaction.tokens import assistant_usage, calculate_context_tokens, should_compact
+from pi_sessiond.estimators import context_tokens
+from pi_sessiond.service.compaction import start_threshold
+from pi_sessiond.service.core import Core, apply_durability, translated
+from pi_sessiond.service.interface import InvalidParams, TooLarge
+from pi_sessiond.service.models import context_window
+from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.service.stats import leaf_context_tokens, tokenizer, usage_is_fresh
+from pi_sessiond.settings import compaction_settings
+from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.session import Session
+
+JsonDict = dict[str, Any]
+DEFAULT_MAX_BYTES = 67108864
+
+
+async def append(core: Core, opened: OpenSession, params: AppendParams) -> AppendResult:
+    """Append the entries under the leaf; see the module docstring."""
+    settings = core.settings_for(opened)
+    daemon = settings.get("daemon") or {}
+    rows = validate_entries(params.entries, int(daemon.get("maxMessageBytes") or DEFAULT_MAX_BYTES))
+    session = opened.session
+    apply_durability(session, settings)
+    with translated():
+        written = session.append(rows)
+    _track_turn(opened, written)
+    context = session.context()
+    tokens = leaf_context_tokens(session, context.messages, tokenizer(settings))
+    window = context_window(settings, context.model)
+    compaction = compaction_settings(settings)
+    core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
+                                                        reason="append"))
+    if compaction.enabled and threshold_reached(session, written, window, settings):
+        start_threshold(core, opened)
+    return AppendResult(
+        ids=[e.id for e in written],
+        leaf_id=session.leaf_id,
+        context_tokens=tokens,
+        should_compact=should_compact(tokens, window, compaction),
+    )
+
+
+def validate_entries(entries: Sequence[Any], max_bytes: int) -> list[JsonDict]:
+    """The rows to append, or :class:`InvalidParams` / :class:`TooLarge` for the first bad one."""
+    rows: list[JsonDict] = []
+    for index, raw in enumerate(entries):
+        if not isinstance(raw, dict):
+            raise InvalidParams(f"entries.{index}: expected an object")
+        kind = raw.get("type")
+        if not isinstance(kind, str) or not kind or kind == "session":
+            raise InvalidParams(f"entries.{index}.type: expected an entry type (a string other than 'session')")
+        cls = ENTRY_TYPES.get(kind)
+        row: JsonDict = raw
+        if cls is not None:
+            try:
+                row = unstructure(structure(raw, cls))
+            except StructureError as exc:
+                raise InvalidParams(str(exc.at(index).at("entries"))) from exc
+        size = len(orjson.dumps(row))
+        if size > max_bytes:
+            raise TooLarge(f"entries.{index}: {size} bytes is above daemon.maxMessageBytes ({max_bytes})",
+                           data={"index": index, "bytes": size, "limit": max_bytes})
+        rows.append(row)
+    return rows
+
+
+def _track_turn(opened: OpenSession, written: Sequence[Entry]) -> None:
+    """Reset the loop guard on a user message and Pi's overflow flag on a user or non-error assistant."""
+    for entry in written:
+        role = entry.role
+        if role == "user":
+            opened.turn_compacted = False
+            opened.overflow_attempted = False
+        elif role == "assistant" and (entry.message or {}).get("stopReason") != "error":
+            opened.overflow_attempted = False
+
+
+def threshold_reached(session: Session, written: Sequence[Entry], window: int, settings: Mapping[str, Any]) -> bool:
+    """Pi's threshold check for the last assistant message appended (reference §9.2, step 6)."""
+    last = next((e for e in reversed(written) if e.role == "assistant"), None)
+    message = last.message if last is not None else None
+    if message is None or message.get("stopReason") == "aborted":
+        return False
+    if message.get("stopReason") == "error":
+        if usage_is_fresh(session) is not True:
+            return False  # no valid usage, or only usage from before the newest compaction
+        tokens = context_tokens(session.context().messages, tokenizer(settings)).tokens
+    else:
+        usage = assistant_usage(message)
+        tokens = calculate_context_tokens(usage) if usage is not None else 0
+    return should_compact(tokens, window, compaction_settings(settings))

@@ -1,0 +1,278 @@
+"""Compaction requests: ``pi/compact``, ``pi/reportOverflow`` and auto-compaction.
+
+The pipeline is ``engine.compact``; this module plugs the client's hooks into
+it (``pi/beforeCompact`` as its ``supply``: cancel / a supplied compaction / go
+on; ``pi/reviewSummary`` as its ``review``: accept / edit / reject), runs it as
+a job with a progress bar and sends the notifications. The engine's leaf
+re-check decides what appends during a summary may do (see its docstring).
+Anything that stops before the append leaves the session untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import attrs
+
+from pi_protocol import CompactionEntry, StructureError, Usage, methods, structure, unstructure
+from pi_protocol.params import CompactParams, ReportOverflowParams
+from pi_protocol.results import (
+    BeforeCompactAnswer,
+    BeforeCompactParams,
+    Compacted,
+    CompactionEnded,
+    CompactionStarted,
+    HookCompaction,
+    HookPreparation,
+    Reason,
+    ReviewSummaryAnswer,
+    ReviewSummaryParams,
+    SessionChanged,
+)
+from pi_sessiond import engine
+from pi_sessiond.compaction.prepare import CompactionPreparation
+from pi_sessiond.service.core import Core, apply_durability, hook_timeout, translated
+from pi_sessiond.service.interface import NothingToCompact, ProgressFactory, Rejected, ServiceError
+from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.settings import compaction_settings
+from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.session import Session
+
+T = TypeVar("T")
+JsonDict = dict[str, Any]
+Report = Callable[[str, int | None], None]
+log = logging.getLogger("pi_sessiond.service.compaction")
+OVERFLOW_RETRIED = (
+    "Context overflow recovery failed after one compact-and-retry attempt. "
+    "Try reducing context or switching to a larger-context model."
+)
+
+
+@attrs.frozen(kw_only=True)
+class Outcome:
+    """A written compaction."""
+
+    entry: Entry
+    tokens_before: int
+    tokens_after: int
+
+
+# ------------------------------------------------------------------ requests
+async def manual(core: Core, opened: OpenSession, params: CompactParams, progress: ProgressFactory) -> Outcome:
+    """``pi/compact``: a job of this session, with a progress bar."""
+
+    async def work() -> Outcome:
+        return await with_progress(
+            progress, "Compacting session", params.work_done_token,
+            lambda report: compact_session(core, opened, reason="manual", will_retry=False,
+                                           instructions=params.custom_instructions, report=report),
+        )
+
+    return await core.jobs.run(opened.key, "compaction", "manual", work)
+
+
+async def overflow(core: Core, opened: OpenSession, params: ReportOverflowParams, progress: ProgressFactory) -> Outcome:
+    """``pi/reportOverflow``: compact with reason ``overflow`` and ``willRetry: true``."""
+    settings = core.settings_for(opened)
+    if not compaction_settings(settings).enabled:
+        raise NothingToCompact("auto-compaction is disabled (compaction.enabled is false)")
+    core.jobs.check(opened.key)
+    if opened.overflow_attempted:
+        end = CompactionEnded(session_id=opened.key, reason="overflow", will_retry=False, error=OVERFLOW_RETRIED)
+        core.notify(methods.COMPACTION_ENDED, end)
+        raise NothingToCompact(OVERFLOW_RETRIED)
+    opened.overflow_attempted = True
+
+    async def work() -> Outcome:
+        return await with_progress(
+            progress, "Compacting session (context overflow)", params.work_done_token,
+            lambda report: automatic(core, opened, "overflow", report),
+        )
+
+    return await core.jobs.run(opened.key, "compaction", "overflow", work)
+
+
+def start_threshold(core: Core, opened: OpenSession) -> None:
+    """Start a background auto-compaction (reason ``threshold``), once per turn, never beside a job."""
+    if opened.turn_compacted or core.jobs.get(opened.key) is not None:
+        return
+    opened.turn_compacted = True
+
+    async def work() -> None:
+        try:
+            if core.background_progress is None:
+                await automatic(core, opened, "threshold", _ignore)
+            else:
+                await with_progress(core.background_progress, "Compacting session (auto)", None,
+                                    lambda report: automatic(core, opened, "threshold", report))
+        except ServiceError as exc:
+            log.info("auto-compaction of %s did not complete: %s", opened.key, exc.message)
+
+    try:
+        core.jobs.start(opened.key, "compaction", "threshold", work, background=True)
+    except ServiceError as exc:  # the global limit: try again next turn
+        opened.turn_compacted = False
+        log.info("auto-compaction of %s not started: %s", opened.key, exc.message)
+
+
+async def automatic(core: Core, opened: OpenSession, reason: Reason, report: Report) -> Outcome:
+    """An automatic compaction framed by ``pi/compactionStarted`` / ``pi/compactionEnded``."""
+    will_retry = reason == "overflow"
+    core.notify(methods.COMPACTION_STARTED, CompactionStarted(session_id=opened.key, reason=reason,
+                                                              will_retry=will_retry))
+    ended = CompactionEnded(session_id=opened.key, reason=reason, will_retry=will_retry)
+    try:
+        outcome = await compact_session(core, opened, reason=reason, will_retry=will_retry, instructions=None,
+                                        report=report)
+    except BaseException as exc:
+        prefix = "Context overflow recovery failed" if will_retry else "Auto-compaction failed"
+        detail = "cancelled" if isinstance(exc, asyncio.CancelledError) else _message(exc)
+        core.notify(methods.COMPACTION_ENDED, attrs.evolve(ended, will_retry=False, error=f"{prefix}: {detail}"))
+        raise
+    core.notify(methods.COMPACTION_ENDED, attrs.evolve(ended, entry=outcome.entry.data))
+    return outcome
+
+
+# ---------------------------------------------------------------- the flow
+async def compact_session(
+    core: Core, opened: OpenSession, *, reason: Reason, will_retry: bool, instructions: str | None, report: Report
+) -> Outcome:
+    """``engine.compact`` with the hooks, then the notifications."""
+    session = opened.session
+    settings = core.settings_for(opened)
+
+    async def supply(prep: CompactionPreparation) -> JsonDict | None:
+        return await _from_hook(core, opened, settings, prep, reason, will_retry, instructions)
+
+    async def reviewed(text: str, before: int, after: int) -> str:
+        return await review(core, opened, settings, "compaction", text, before, after)
+
+    apply_durability(session, settings)
+    summarizer = core.summarizer(settings)
+    try:
+        with translated():
+            result = await engine.compact(
+                session,
+                summarizer,
+                settings=compaction_settings(settings),
+                custom_instructions=instructions,
+                progress=report,
+                supply=supply,
+                review=reviewed if core.hooks.declared("reviewSummary") else None,
+            )
+    finally:
+        await summarizer.aclose()
+    entry = result.entry
+    core.notify(methods.COMPACTED, Compacted(session_id=opened.key, entry=entry.data, reason=reason))
+    core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
+                                                        reason="compaction"))
+    return Outcome(entry=entry, tokens_before=result.tokens_before, tokens_after=result.tokens_after)
+
+
+# ------------------------------------------------------------------- hooks
+async def _from_hook(
+    core: Core, opened: OpenSession, settings: JsonDict, prep: CompactionPreparation, reason: Reason,
+    will_retry: bool, instructions: str | None,
+) -> JsonDict | None:
+    """``pi/beforeCompact``: ``None`` to go on, the entry to store, or :class:`Rejected`."""
+    if not core.hooks.declared("beforeCompact"):
+        return None
+    payload = BeforeCompactParams(
+        session_id=opened.key, reason=reason, will_retry=will_retry, custom_instructions=instructions,
+        preparation=hook_preparation(prep, settings, instructions),
+    )
+    answer = await core.ask_hook("beforeCompact", methods.BEFORE_COMPACT, payload, BeforeCompactAnswer,
+                                 hook_timeout(settings, "hookTimeoutSeconds"))
+    if answer is None:
+        return None
+    if answer.cancel:
+        raise Rejected("the beforeCompact hook cancelled the compaction")
+    if answer.compaction is None:
+        return None
+    return hook_entry(opened.session, prep, answer.compaction)
+
+
+def hook_preparation(prep: CompactionPreparation, settings: JsonDict, instructions: str | None) -> HookPreparation:
+    """The preview of ``prep`` (as ``compact --dry-run`` prints it) plus the settings in force."""
+    shown = engine.preview(prep, instructions)
+    return HookPreparation(**{f.name: getattr(shown, f.name) for f in attrs.fields(type(shown))}, settings=settings)
+
+
+def hook_entry(session: Session, prep: CompactionPreparation, given: HookCompaction) -> JsonDict | None:
+    """The entry for a hook's compaction (``fromHook: true``), or ``None`` when it is unusable."""
+    if not given.summary.strip():
+        log.warning("beforeCompact returned an empty summary; ignored")
+        return None
+    first_kept = given.first_kept_entry_id
+    if first_kept is None or first_kept not in {e.id for e in session.path_to()}:
+        if first_kept is not None:
+            log.warning("beforeCompact firstKeptEntryId %r is not on the path; using the prepared one", first_kept)
+        first_kept = prep.first_kept_entry_id
+    entry = CompactionEntry(
+        summary=given.summary,
+        first_kept_entry_id=first_kept,
+        tokens_before=given.tokens_before if given.tokens_before is not None else prep.tokens_before,
+        details=given.details,
+        from_hook=True,
+        usage=hook_usage(given.usage),
+    )
+    data: JsonDict = unstructure(entry)
+    return data
+
+
+def hook_usage(value: Any) -> Usage | None:
+    if value is None:
+        return None
+    try:
+        return structure(value, Usage)
+    except StructureError as exc:
+        log.warning("ignoring a hook's usage: %s", exc)
+        return None
+
+
+async def review(
+    core: Core, opened: OpenSession, settings: JsonDict, kind: Any, summary: str, tokens_before: int,
+    tokens_after: int,
+) -> str:
+    """``pi/reviewSummary``: the summary to write (edited or not); :class:`Rejected` on reject."""
+    payload = ReviewSummaryParams(session_id=opened.key, kind=kind, summary=summary, tokens_before=tokens_before,
+                                  estimated_tokens_after=tokens_after)
+    answer = await core.ask_hook("reviewSummary", methods.REVIEW_SUMMARY, payload, ReviewSummaryAnswer,
+                                 hook_timeout(settings, "reviewTimeoutSeconds"))
+    if answer is None or answer.action == "accept":
+        return summary
+    if answer.action == "reject":
+        raise Rejected("the reviewer rejected the summary")
+    if answer.summary is None or not answer.summary.strip():
+        log.warning("reviewSummary edit without a summary; keeping the original")
+        return summary
+    return answer.summary
+
+
+# ---------------------------------------------------------------- progress
+async def with_progress(
+    factory: ProgressFactory, title: str, token: int | str | None, work: Callable[[Report], Awaitable[T]]
+) -> T:
+    """Run ``work`` with a progress bar; ``end`` is sent in ``finally``."""
+    bar = await factory.begin(title, token)
+    outcome = "failed"
+    try:
+        result = await work(bar.report)
+        outcome = "done"
+        return result
+    except asyncio.CancelledError:
+        outcome = "cancelled"
+        raise
+    finally:
+        bar.end(outcome)
+
+
+def _message(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, ServiceError) else str(exc) or type(exc).__name__
+
+
+def _ignore(message: str, percentage: int | None) -> None:
+    return None

@@ -1,0 +1,131 @@
+"""What every service module shares: the open sessions, settings, jobs and the client seams.
+
+Also the one place where lower-layer exceptions become :class:`ServiceError`
+subclasses (:func:`translated`), and where hooks are asked with a deadline
+(:meth:`Core.ask_hook`): a hook that fails, times out or answers nonsense is
+logged and ignored; cancellation is never swallowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import attrs
+
+from pi_protocol import StructureError, structure, unstructure
+from pi_sessiond.engine import ConflictError, NothingToCompactError
+from pi_sessiond.service.interface import (
+    Conflict,
+    EventSink,
+    HookClient,
+    InvalidParams,
+    Locked,
+    NothingToCompact,
+    ProgressFactory,
+    SummarizerFailed,
+    UnknownEntry,
+)
+from pi_sessiond.service.jobs import JobManager
+from pi_sessiond.service.registry import OpenSession, Registry
+from pi_sessiond.service.settings_store import SettingsStore
+from pi_sessiond.settings import summarizer_settings
+from pi_sessiond.store.errors import InvalidEntryError, ReadOnlySessionError, UnknownEntryError
+from pi_sessiond.store.session import Session
+from pi_sessiond.summarizers.base import Summarizer
+from pi_sessiond.summarizers.config import SummarizerSettings
+from pi_sessiond.summarizers.errors import SummarizerError
+
+T = TypeVar("T")
+JsonDict = dict[str, Any]
+SummarizerFactory = Callable[[SummarizerSettings], Summarizer]
+log = logging.getLogger("pi_sessiond.service")
+
+
+@attrs.define(eq=False)
+class Core:
+    """The daemon's state, shared by the service modules."""
+
+    events: EventSink
+    hooks: HookClient
+    registry: Registry
+    settings: SettingsStore
+    jobs: JobManager
+    summarizer_factory: SummarizerFactory
+    background_progress: ProgressFactory | None = None
+
+    def settings_for(self, opened: OpenSession | None) -> JsonDict:
+        """The merged settings in force for ``opened`` (or the daemon's, for ``None``)."""
+        if opened is None:
+            return self.settings.settings()
+        return self.settings.settings(opened.key, opened.session.cwd)
+
+    def summarizer(self, settings: JsonDict) -> Summarizer:
+        """A summarizer built from ``summarizer.*`` (close it with ``aclose``)."""
+        with translated():
+            return self.summarizer_factory(summarizer_settings(settings))
+
+    def notify(self, method: str, payload: Any) -> None:
+        """Send a notification as plain JSON; a failing sink is logged, never fatal."""
+        try:
+            self.events.notify(method, unstructure(payload))
+        except Exception:
+            log.exception("could not send %s", method)
+
+    async def ask_hook(self, hook: str, method: str, payload: Any, answer: type[T], timeout: float | None) -> T | None:
+        """Ask a declared hook; ``None`` when undeclared, failing, late, ``null`` or malformed."""
+        if not self.hooks.declared(hook):
+            return None
+        try:
+            async with asyncio.timeout(timeout):
+                raw = await self.hooks.request(method, unstructure(payload), timeout)
+        except TimeoutError:
+            log.warning("hook %s timed out after %ss; ignored", hook, timeout)
+            return None
+        except Exception as exc:
+            log.warning("hook %s failed; ignored: %s", hook, exc)
+            return None
+        if raw is None:
+            return None
+        try:
+            return structure(raw, answer)
+        except StructureError as exc:
+            log.warning("hook %s answered something unusable; ignored: %s", hook, exc)
+            return None
+
+
+def apply_durability(session: Session, settings: JsonDict) -> None:
+    """``daemon.fsync``: ``always`` fsyncs every append, ``never`` does not."""
+    session.fsync = (settings.get("daemon") or {}).get("fsync", "always") != "never"
+
+
+def hook_timeout(settings: JsonDict, key: str) -> float | None:
+    """``daemon.<key>`` as a timeout in seconds (``None``: wait)."""
+    value = (settings.get("daemon") or {}).get(key)
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return None
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Translate store, engine and summarizer errors into :class:`ServiceError` subclasses."""
+    try:
+        yield
+    except UnknownEntryError as exc:
+        raise UnknownEntry(str(exc), data={"entryId": exc.entry_id}) from exc
+    except ReadOnlySessionError as exc:
+        raise Locked(f"the session cannot be written: {exc}") from exc
+    except InvalidEntryError as exc:
+        raise InvalidParams(f"entries: {exc}") from exc
+    except NothingToCompactError as exc:
+        raise NothingToCompact(str(exc)) from exc
+    except ConflictError as exc:
+        raise Conflict(str(exc)) from exc
+    except SummarizerError as exc:
+        raise SummarizerFailed(
+            f"the summarizer failed: {exc.message}", data={"status": exc.status, "message": exc.message}
+        ) from exc

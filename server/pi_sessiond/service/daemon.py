@@ -1,0 +1,259 @@
+"""The daemon's service: one method per ``pi/*`` request of PROTOCOL.md.
+
+Each method takes the ``pi_protocol.params`` object and returns the
+``pi_protocol.results`` object (or ``None``); failures are
+:class:`~pi_sessiond.service.interface.ServiceError` subclasses whose
+``reason`` the handler maps to a JSON-RPC code. Methods that can run a
+summarizer are coroutines; the rest are synchronous and never wait for a job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pi_protocol import CompactResult, ContextResult, LabelEntry, NavigateResult, methods, unstructure
+from pi_protocol.params import (
+    AppendParams,
+    CompactParams,
+    CreateSessionParams,
+    EstimateTokensParams,
+    ForkParams,
+    GetContextParams,
+    GetEntriesParams,
+    GetSettingsParams,
+    GetTreeParams,
+    InitializationOptions,
+    ListSessionsParams,
+    NavigateTreeParams,
+    OpenSessionParams,
+    ReportOverflowParams,
+    SessionParams,
+    SetLabelParams,
+    UpdateSettingsParams,
+)
+from pi_protocol.results import (
+    AppendResult,
+    EntriesResult,
+    EstimateTokensResult,
+    IdResult,
+    ListSessionsResult,
+    SessionChanged,
+    SessionInfo,
+    SessionSummary,
+    SettingsResult,
+    StatsResult,
+    TreeResult,
+)
+from pi_sessiond.service import appending, compaction, stats, tree, views
+from pi_sessiond.service.core import Core, SummarizerFactory, apply_durability, translated
+from pi_sessiond.service.interface import EventSink, HookClient, InvalidParams, ProgressFactory
+from pi_sessiond.service.jobs import JobManager
+from pi_sessiond.service.registry import OpenSession, Registry
+from pi_sessiond.service.settings_store import SettingsStore
+from pi_sessiond.store.fork import fork_session
+from pi_sessiond.summarizers.factory import make_summarizer
+
+JsonDict = dict[str, Any]
+
+
+class Daemon:
+    """Open sessions, settings, jobs, hooks and notifications behind the ``pi/*`` methods."""
+
+    def __init__(
+        self,
+        *,
+        events: EventSink,
+        hooks: HookClient,
+        sessions_dir: Path | None = None,
+        summarizer_factory: SummarizerFactory = make_summarizer,
+        progress: ProgressFactory | None = None,
+    ) -> None:
+        """``progress`` makes the bars of background auto-compactions (none when ``None``)."""
+        settings = SettingsStore()
+        self.core = Core(
+            events=events,
+            hooks=hooks,
+            registry=Registry(sessions_dir),
+            settings=settings,
+            jobs=JobManager(self._max_jobs),
+            summarizer_factory=summarizer_factory,
+            background_progress=progress,
+        )
+
+    # ------------------------------------------------------------ lifecycle
+    def configure(self, options: InitializationOptions) -> None:
+        """Apply ``initializationOptions`` (settings layer ``initialize``, ``sessionsDir``)."""
+        self.core.settings.set_initialize(options.settings)
+        if options.sessions_dir:
+            self.core.registry.sessions_dir = Path(options.sessions_dir).expanduser()
+
+    def update_configuration(self, settings: JsonDict) -> None:
+        """``workspace/didChangeConfiguration``: replace the ``initialize`` layer.
+
+        Accepts the SETTINGS object itself, ``{"pi": SETTINGS}`` or the whole
+        ``{"settings": {"pi": SETTINGS}}`` notification params.
+        """
+        if isinstance(settings.get("settings"), dict):
+            settings = settings["settings"]
+        if isinstance(settings.get("pi"), dict):
+            settings = settings["pi"]
+        self.core.settings.set_initialize(settings)
+
+    async def aclose(self) -> None:
+        """Cancel every job (nothing half-written stays behind) and drop the sessions."""
+        await self.core.jobs.cancel_all()
+        for opened in self.core.registry:
+            self.core.registry.close(opened.key)
+
+    def _max_jobs(self) -> int:
+        value = (self.core.settings.settings().get("daemon") or {}).get("maxConcurrentSummaries")
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 4
+
+    def _get(self, session_id: str) -> OpenSession:
+        return self.core.registry.get(session_id)
+
+    # -------------------------------------------------------------- sessions
+    def create_session(self, params: CreateSessionParams) -> SessionInfo:
+        """``pi/createSession``."""
+        opened = self.core.registry.create(
+            params.cwd, session_id=params.session_id, parent_session=params.parent_session
+        )
+        return views.session_info(opened)
+
+    def open_session(self, params: OpenSessionParams) -> SessionInfo:
+        """``pi/openSession``: by ``path`` (the same file twice is the same session) or ``sessionId``."""
+        if params.path is not None:
+            opened = self.core.registry.open_path(Path(params.path).expanduser())
+        elif params.session_id is not None:
+            opened = self.core.registry.open_id(params.session_id)
+        else:
+            raise InvalidParams("path or sessionId: one of them is required")
+        return views.session_info(opened)
+
+    async def close_session(self, params: SessionParams) -> None:
+        """``pi/closeSession``: cancel its job, drop it and its settings layer."""
+        opened = self._get(params.session_id)
+        await self.core.jobs.cancel(opened.key)
+        self.core.registry.close(opened.key)
+        self.core.settings.forget(opened.key)
+
+    def list_sessions(self, params: ListSessionsParams) -> ListSessionsResult:
+        """``pi/listSessions``, newest first."""
+        rows = self.core.registry.listing(params.cwd)
+        return ListSessionsResult(sessions=[_summary(r) for r in rows])
+
+    async def append(self, params: AppendParams) -> AppendResult:
+        """``pi/append``: may start an auto-compaction in the background."""
+        return await appending.append(self.core, self._get(params.session_id), params)
+
+    def fork(self, params: ForkParams) -> SessionInfo:
+        """``pi/fork``: the path to ``entryId`` in a new file, opened."""
+        source = self._get(params.session_id).session
+        views.require_entry(source, params.entry_id)
+        directory = source.path.parent if source.path is not None else self.core.registry.directory_for(source.cwd)
+        with translated():
+            forked = fork_session(source, params.entry_id, directory)
+        return views.session_info(self.core.registry.add(forked))
+
+    def set_label(self, params: SetLabelParams) -> IdResult:
+        """``pi/setLabel``: a label entry under the leaf (``null`` clears)."""
+        opened = self._get(params.session_id)
+        session = opened.session
+        views.require_entry(session, params.entry_id)
+        row = unstructure(LabelEntry(target_id=params.entry_id, label=params.label))
+        apply_durability(session, self.core.settings_for(opened))
+        with translated():
+            entry = session.append([row])[0]
+        self.core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
+                                                                 reason="label"))
+        return IdResult(id=entry.id)
+
+    # ----------------------------------------------------------------- reads
+    def get_context(self, params: GetContextParams) -> ContextResult:
+        """``pi/getContext``: Pi's ``buildSessionContext`` plus its size."""
+        opened = self._get(params.session_id)
+        session = opened.session
+        if params.leaf_id is not None:
+            views.require_entry(session, params.leaf_id, "leafId")
+        context = session.context() if params.leaf_id is None else session.context(params.leaf_id)
+        name = stats.tokenizer(self.core.settings_for(opened))
+        tokens = stats.leaf_context_tokens(session, context.messages, name, params.leaf_id)
+        return ContextResult(messages=list(context.messages), thinking_level=context.thinking_level,
+                             model=context.model, tokens=tokens)
+
+    def get_tree(self, params: GetTreeParams) -> TreeResult:
+        """``pi/getTree``: one page of the nodes, depth-first in Pi's order."""
+        return views.tree(self._get(params.session_id).session, params.root_id, params.offset, params.limit)
+
+    def get_entries(self, params: GetEntriesParams) -> EntriesResult:
+        """``pi/getEntries``: by ``ids``, or the path segment ``fromId`` .. ``toId``."""
+        session = self._get(params.session_id).session
+        if params.ids is not None:
+            return EntriesResult(entries=views.entries_by_ids(session, params.ids))
+        return EntriesResult(entries=views.path_segment(session, params.from_id, params.to_id))
+
+    def get_stats(self, params: SessionParams) -> StatsResult:
+        """``pi/getStats``."""
+        opened = self._get(params.session_id)
+        return stats.session_stats(opened.session, self.core.settings_for(opened))
+
+    def estimate_tokens(self, params: EstimateTokensParams) -> EstimateTokensResult:
+        """``pi/estimateTokens`` of a text (one user message) or of a leaf's context."""
+        opened = self._get(params.session_id) if params.session_id is not None else None
+        name = stats.tokenizer(self.core.settings_for(opened))
+        if params.text is not None:
+            message = {"role": "user", "content": params.text}
+            return EstimateTokensResult(tokens=stats.estimate_messages([message], name),
+                                        estimator=stats.estimator_name(name, [message]))
+        if opened is None:
+            raise InvalidParams("text or sessionId: one of them is required")
+        session = opened.session
+        if params.leaf_id is not None:
+            views.require_entry(session, params.leaf_id, "leafId")
+        messages = (session.context() if params.leaf_id is None else session.context(params.leaf_id)).messages
+        tokens = stats.leaf_context_tokens(session, messages, name, params.leaf_id)
+        return EstimateTokensResult(tokens=tokens, estimator=stats.estimator_name(name, messages))
+
+    # ----------------------------------------------------------- summarizers
+    async def compact(self, params: CompactParams, progress: ProgressFactory) -> CompactResult:
+        """``pi/compact``: ``Busy`` beside another job of the session or at the global limit."""
+        outcome = await compaction.manual(self.core, self._get(params.session_id), params, progress)
+        return CompactResult(entry=outcome.entry.data, tokens_before=outcome.tokens_before,
+                             tokens_after=outcome.tokens_after)
+
+    async def report_overflow(self, params: ReportOverflowParams, progress: ProgressFactory) -> CompactResult:
+        """``pi/reportOverflow``: compaction with reason ``overflow`` and ``willRetry: true``."""
+        outcome = await compaction.overflow(self.core, self._get(params.session_id), params, progress)
+        return CompactResult(entry=outcome.entry.data, tokens_before=outcome.tokens_before,
+                             tokens_after=outcome.tokens_after)
+
+    async def navigate_tree(self, params: NavigateTreeParams, progress: ProgressFactory) -> NavigateResult:
+        """``pi/navigateTree``."""
+        return await tree.navigate(self.core, self._get(params.session_id), params, progress)
+
+    # -------------------------------------------------------------- settings
+    def get_settings(self, params: GetSettingsParams) -> SettingsResult:
+        """``pi/getSettings``: the merged settings and each leaf key's source."""
+        opened = self._get(params.session_id) if params.session_id is not None else None
+        cwd = opened.session.cwd if opened is not None else None
+        settings, sources = self.core.settings.get(opened.key if opened else None, cwd)
+        return SettingsResult(settings=settings, sources=sources)
+
+    def update_settings(self, params: UpdateSettingsParams) -> SettingsResult:
+        """``pi/updateSettings``: merge into the session layer (or the initialize layer without a session)."""
+        opened = self._get(params.session_id) if params.session_id is not None else None
+        self.core.settings.update(params.settings, opened.key if opened else None)
+        return SettingsResult(settings=self.core.settings_for(opened))
+
+
+def _summary(row: JsonDict) -> SessionSummary:
+    return SessionSummary(
+        session_id=str(row.get("sessionId") or ""),
+        path=str(row.get("path") or ""),
+        name=row.get("name"),
+        cwd=str(row.get("cwd") or ""),
+        modified=row.get("modified"),
+        message_count=int(row.get("messageCount") or 0),
+        first_message=str(row.get("firstMessage") or ""),
+    )

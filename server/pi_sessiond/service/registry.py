@@ -1,0 +1,141 @@
+"""The open sessions, keyed by ``sessionId`` (PROTOCOL.md "Session data").
+
+Invariants:
+- A key is the header id, or, when another open session already uses that id,
+  the id plus ``#2``, ``#3``… (the lowest free suffix).
+- One file is open at most once: opening the same resolved path again returns
+  the session already open under its key.
+- Closing drops the session from memory; the store writes every entry when it
+  is appended, so there is nothing left to flush.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from pi_sessiond.service.interface import InvalidParams, UnknownSession
+from pi_sessiond.store.layout import session_dir, sessions_root
+from pi_sessiond.store.listing import list_sessions
+from pi_sessiond.store.session import Session
+
+JsonDict = dict[str, Any]
+
+
+@attrs.define(eq=False)
+class OpenSession:
+    """One open session and the daemon's per-session state."""
+
+    key: str
+    session: Session
+    turn_compacted: bool = False  # an automatic compaction ran in this turn (loop guard)
+    overflow_attempted: bool = False  # Pi's "overflow recovery already attempted" flag
+
+
+class Registry:
+    """Open sessions by key and by file."""
+
+    def __init__(self, sessions_dir: Path | None = None) -> None:
+        self.sessions_dir = sessions_dir
+        self._by_key: dict[str, OpenSession] = {}
+        self._by_path: dict[Path, str] = {}
+
+    def __iter__(self) -> Iterator[OpenSession]:
+        return iter(list(self._by_key.values()))
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def get(self, key: str) -> OpenSession:
+        """The open session ``key``; raises :class:`UnknownSession`."""
+        found = self._by_key.get(key)
+        if found is None:
+            raise UnknownSession(f"no open session with sessionId {key!r}")
+        return found
+
+    def add(self, session: Session) -> OpenSession:
+        """Register a session under a free key (header id, then ``#2``, ``#3``…)."""
+        key = base = session.id
+        n = 1
+        while key in self._by_key:
+            n += 1
+            key = f"{base}#{n}"
+        opened = OpenSession(key=key, session=session)
+        self._by_key[key] = opened
+        if session.path is not None:
+            self._by_path[_resolved(session.path)] = key
+        return opened
+
+    def open_path(self, path: Path) -> OpenSession:
+        """Open ``path`` (or return it if it is open); an unreadable file is :class:`InvalidParams`."""
+        resolved = _resolved(path)
+        key = self._by_path.get(resolved)
+        if key is not None and key in self._by_key:
+            return self._by_key[key]
+        try:
+            session = Session.open(path)
+        except OSError as exc:
+            raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
+        return self.add(session)
+
+    def open_id(self, session_id: str) -> OpenSession:
+        """The open session ``session_id``, else the file of that id in the sessions directories."""
+        found = self._by_key.get(session_id)
+        if found is not None:
+            return found
+        for directory in self._search_dirs():
+            for candidate in sorted(directory.glob(f"*_{session_id}.jsonl")):
+                return self.open_path(candidate)
+        raise UnknownSession(f"no session file with id {session_id!r}")
+
+    def create(
+        self, cwd: str, *, session_id: str | None = None, parent_session: str | None = None
+    ) -> OpenSession:
+        """A new session; its file (in the sessions directory) appears with the first assistant message."""
+        directory = self.directory_for(cwd)
+        session = Session.create(cwd, directory, session_id=session_id, parent_session=parent_session)
+        return self.add(session)
+
+    def close(self, key: str) -> OpenSession:
+        """Drop ``key`` from memory; raises :class:`UnknownSession`."""
+        opened = self.get(key)
+        del self._by_key[key]
+        if opened.session.path is not None:
+            self._by_path.pop(_resolved(opened.session.path), None)
+        return opened
+
+    def directory_for(self, cwd: str) -> Path:
+        """Where new sessions of ``cwd`` go: ``sessionsDir`` if configured, else Pi's layout."""
+        return self.sessions_dir if self.sessions_dir is not None else session_dir(cwd)
+
+    def listing(self, cwd: str | None) -> list[JsonDict]:
+        """Listing rows (store/listing) of ``cwd`` (or of every directory), newest first."""
+        rows: list[JsonDict] = []
+        for directory in self._list_dirs(cwd):
+            rows.extend(list_sessions(directory))
+        if cwd is not None and self.sessions_dir is not None:
+            rows = [r for r in rows if r.get("cwd") == cwd]
+        rows.sort(key=lambda r: str(r.get("modified") or ""), reverse=True)
+        return rows
+
+    def _list_dirs(self, cwd: str | None) -> list[Path]:
+        if self.sessions_dir is not None or cwd is not None:
+            return [self.directory_for(cwd or "")]
+        root = sessions_root()
+        return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+
+    def _search_dirs(self) -> list[Path]:
+        if self.sessions_dir is not None:
+            return [self.sessions_dir]
+        return self._list_dirs(None)
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return Path(os.path.abspath(path))

@@ -1,0 +1,137 @@
+"""Read-only views of an open session: SESSION, ``pi/getTree`` nodes, ``pi/getEntries``.
+
+Tree order is Pi's: roots in file order, depth first, children by timestamp
+(``SessionTree.walk``/``subtree``). A preview is the entry's text on one line,
+at most :data:`PREVIEW_CHARS` characters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pi_protocol.results import SessionInfo, TreeNode, TreeResult
+from pi_protocol.session import SessionWarning
+from pi_sessiond.navigation import content_text
+from pi_sessiond.service.interface import InvalidParams, UnknownEntry
+from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.session import Session
+
+JsonDict = dict[str, Any]
+PREVIEW_CHARS = 120
+
+
+def session_info(opened: OpenSession) -> SessionInfo:
+    """SESSION for an open session."""
+    session = opened.session
+    return SessionInfo(
+        session_id=opened.key,
+        path=str(session.path) if session.path is not None else None,
+        header=dict(session.header),
+        leaf_id=session.leaf_id,
+        entry_count=len(session.entries),
+        warnings=[SessionWarning(line=w.line, message=w.message) for w in session.warnings],
+    )
+
+
+def require_entry(session: Session, entry_id: str, field: str = "entryId") -> Entry:
+    """The entry ``entry_id``; :class:`UnknownEntry` names ``field`` otherwise."""
+    entry = session.tree.get(entry_id)
+    if entry is None:
+        raise UnknownEntry(f"{field}: entry {entry_id!r} is not in the session", data={"entryId": entry_id})
+    return entry
+
+
+def tree(session: Session, root_id: str | None, offset: int, limit: int | None) -> TreeResult:
+    """The nodes depth-first from ``root_id`` (default: every root), one page of them."""
+    if offset < 0 or (limit is not None and limit < 0):
+        raise InvalidParams("offset/limit: expected non-negative integers")
+    t = session.tree
+    if root_id is not None:
+        require_entry(session, root_id, "rootId")
+        order = t.subtree(root_id)
+    else:
+        order = [entry for entry, _ in t.walk()]
+    end = len(order) if limit is None else offset + limit
+    active = {e.id for e in t.iter_up(t.leaf_id)}
+    nodes = [_node(session, e, e.id in active) for e in order[offset:end]]
+    return TreeResult(leaf_id=t.leaf_id, nodes=nodes, total=len(order))
+
+
+def _node(session: Session, entry: Entry, on_path: bool) -> TreeNode:
+    t = session.tree
+    return TreeNode(
+        id=entry.id,
+        parent_id=entry.parent_id,
+        type=entry.type,
+        role=entry.role,
+        preview=preview(entry),
+        label=t.labels.get(entry.id),
+        timestamp=entry.timestamp,
+        child_ids=[c.id for c in t.sorted_children(entry.id)],
+        on_active_path=on_path,
+    )
+
+
+def preview(entry: Entry) -> str:
+    """The entry's text on one line, at most 120 characters."""
+    text = " ".join(_text(entry).split())
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def _text(entry: Entry) -> str:
+    data = entry.data
+    kind = entry.type
+    if kind == "message":
+        return _message_text(entry.message or {})
+    if kind in ("compaction", "branch_summary"):
+        return str(data.get("summary") or "")
+    if kind == "custom_message":
+        return content_text(data.get("content"))
+    if kind == "label":
+        return f"{data.get('targetId')}: {data.get('label') or '(cleared)'}"
+    if kind == "model_change":
+        return f"{data.get('provider')}/{data.get('modelId')}"
+    if kind == "thinking_level_change":
+        return str(data.get("thinkingLevel") or "")
+    if kind == "session_info":
+        return str(data.get("name") or "")
+    if kind == "custom":
+        return str(data.get("customType") or "")
+    return ""
+
+
+def _message_text(message: JsonDict) -> str:
+    role = message.get("role")
+    if role == "bashExecution":
+        return f"$ {message.get('command') or ''}"
+    content = message.get("content")
+    if role == "assistant" and isinstance(content, list):
+        parts = [content_text([b]) or _tool_call(b) for b in content if isinstance(b, dict)]
+        return " ".join(p for p in parts if p)
+    if role in ("branchSummary", "compactionSummary"):
+        return str(message.get("summary") or "")
+    return content_text(content)
+
+
+def _tool_call(block: JsonDict) -> str:
+    return f"[{block.get('name')}]" if block.get("type") == "toolCall" else ""
+
+
+def entries_by_ids(session: Session, ids: list[str]) -> list[JsonDict]:
+    """Full entries for ``ids`` in the order asked; an unknown id is :class:`UnknownEntry`."""
+    return [require_entry(session, i, "ids").data for i in ids]
+
+
+def path_segment(session: Session, from_id: str | None, to_id: str | None) -> list[JsonDict]:
+    """Full entries of the path ``from_id`` .. ``to_id`` (default root .. leaf), in path order."""
+    if to_id is not None:
+        require_entry(session, to_id, "toId")
+    path = session.path_to(to_id)
+    if from_id is None:
+        return [e.data for e in path]
+    require_entry(session, from_id, "fromId")
+    for index, entry in enumerate(path):
+        if entry.id == from_id:
+            return [e.data for e in path[index:]]
+    raise InvalidParams(f"fromId: entry {from_id!r} is not on the path to {to_id or 'the leaf'}")
