@@ -1,57 +1,27 @@
 """The ``pi-sessiond`` command line (PROTOCOL.md "Command line").
 
-Exit codes: 0 success, 1 the operation failed (message on stderr), 2 usage
-error. ``--example`` stands for the bundled example session wherever FILE is
-expected; commands that write use a temporary copy of it.
+``pi-sessiond`` with no subcommand (or only serve options such as ``--tcp``)
+serves the daemon; that path imports only what serving needs, so the editor
+gets its ``initialize`` answer fast. Every other subcommand lives in
+:mod:`pi_sessiond.cli.dispatch`. Exit codes: 0 success, 1 the operation
+failed (message on stderr), 2 usage error.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
-from pi_sessiond.cli import compact as compact_command
-from pi_sessiond.cli import context as context_command
-from pi_sessiond.cli import demo as demo_command
-from pi_sessiond.cli import navigate as navigate_command
-from pi_sessiond.cli import tree as tree_command
-from pi_sessiond.cli.common import CliError
-from pi_sessiond.engine import EngineError
-from pi_sessiond.store.errors import StoreError
-from pi_sessiond.summarizers.errors import SummarizerError
-
-_COMMANDS = (context_command, tree_command, compact_command, navigate_command, demo_command)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(
-        prog="pi-sessiond",
-        description="Pi session trees: context, compaction and branch summaries.",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in _COMMANDS:
-        module.add_parser(sub)
-    return parser
+_SERVE_OPTIONS = ("--stdio", "--tcp", "--ws", "--log-file", "--log-level")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        print("\npi-sessiond: the daemon is not available in this build yet", file=sys.stderr)
-        return 2
-    try:
-        code: int = args.run(args)
-    except CliError as exc:
-        print(f"pi-sessiond {args.command}: {exc}", file=sys.stderr)
-        return exc.code
-    except (StoreError, EngineError, SummarizerError) as exc:  # the operation failed
-        print(f"pi-sessiond {args.command}: {exc}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:
-        return 1
-    return code
+    """Run ``pi-sessiond``; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] == "serve" or args[0].split("=")[0] in _SERVE_OPTIONS:
+        from pi_sessiond.cli import serve
+
+        return serve.main(args)
+    from pi_sessiond.cli import dispatch
+
+    return dispatch.main(args)
