@@ -1,0 +1,11 @@
+/** Everything that runs without VS Code; the node tests import this module's bundle. */
+export * from "./client";
+export * from "./discovery";
+export * from "./errors";
+export * from "./picks";
+export * from "./render";
+export * from "./review";
+export * from "./settings";
+export * from "./status";
+export * from "./treeModel";
+export { ErrorCodes, HookNames, Methods } from "../protocol";

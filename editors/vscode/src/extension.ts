@@ -1,0 +1,89 @@
+/**
+ * VS Code entry point: wires the daemon, the open session, the views and the
+ * commands together. Everything here is adapter; logic lives in `core/`.
+ */
+import * as vscode from "vscode";
+import type { PiClient } from "./core/client";
+import { describeError } from "./core/errors";
+import { changeAction, piSettings } from "./core/settings";
+import { formatTokens } from "./core/status";
+import { Commands } from "./vscode/commands";
+import { explicitSetting } from "./vscode/config";
+import { Daemon } from "./vscode/daemon";
+import { PiDocuments, SCHEME } from "./vscode/documents";
+import { reviewSummary } from "./vscode/review";
+import { CurrentSession } from "./vscode/session";
+import { StatusBar } from "./vscode/statusBar";
+import { SessionTreeProvider } from "./vscode/treeView";
+
+export function activate(context: vscode.ExtensionContext): void {
+  const output = vscode.window.createOutputChannel("Pi Sessions", { log: true });
+  const daemon = new Daemon(output);
+  const session = new CurrentSession();
+  const tree = new SessionTreeProvider(session);
+  const status = new StatusBar(session);
+  const view = vscode.window.createTreeView("pi.sessionTree", { treeDataProvider: tree, showCollapseAll: true });
+
+  session.onDidChange(() => {
+    tree.refresh();
+    status.update();
+    view.description = session.title;
+  });
+  daemon.onDidStart((pi) => context.subscriptions.push(...listen(pi, session, status, output)));
+  context.subscriptions.push(
+    output,
+    daemon,
+    session,
+    tree,
+    status,
+    view,
+    vscode.workspace.registerTextDocumentContentProvider(SCHEME, new PiDocuments(() => daemon.ensure())),
+    ...new Commands(daemon, session, output).register(),
+    vscode.workspace.onDidChangeConfiguration((event) => onConfigChange(event, daemon)),
+  );
+}
+
+export function deactivate(): void {}
+
+/** Notification and hook handlers of one daemon run. */
+function listen(pi: PiClient, session: CurrentSession, status: StatusBar, output: vscode.LogOutputChannel) {
+  const mine = (sessionId: string) => sessionId === session.info?.sessionId;
+  const handlers = [
+    pi.onSessionChanged((event) => mine(event.sessionId) && session.scheduleReload(pi)),
+    pi.onCompactionStarted((event) => mine(event.sessionId) && status.compacting(event.reason)),
+    pi.onCompactionEnded((event) => {
+      if (!mine(event.sessionId)) {
+        return;
+      }
+      status.update();
+      if (event.error) {
+        void vscode.window.showWarningMessage(`Pi: auto-compaction failed: ${event.error}`);
+      } else {
+        const entry = event.entry as { tokensBefore?: number } | undefined;
+        const before = entry?.tokensBefore ? ` (${formatTokens(entry.tokensBefore)} tokens before)` : "";
+        vscode.window.setStatusBarMessage(`$(archive) Pi: auto-compacted${before}`, 5000);
+      }
+    }),
+  ];
+  if (vscode.workspace.getConfiguration("pi").get<boolean>("reviewSummaries", false)) {
+    handlers.push(
+      pi.handleReviewSummary((params, token) =>
+        reviewSummary(params, token).catch((error: unknown) => {
+          output.error(`review: ${describeError(error)}`);
+          return { action: "reject" as const };
+        }),
+      ),
+    );
+  }
+  return handlers;
+}
+
+async function onConfigChange(event: vscode.ConfigurationChangeEvent, daemon: Daemon): Promise<void> {
+  const action = changeAction((key) => event.affectsConfiguration(key));
+  if (action === "restart") {
+    await vscode.commands.executeCommand("pi.restartDaemon");
+  } else if (action === "notify") {
+    const pi = await daemon.ensure();
+    await pi?.didChangeConfiguration(piSettings(explicitSetting));
+  }
+}

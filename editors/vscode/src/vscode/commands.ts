@@ -1,0 +1,213 @@
+/** The `Pi: …` commands: quick picks and input boxes around `PiClient` calls. */
+import * as vscode from "vscode";
+import { type PiClient, progressReporter, type SummaryOptions } from "../core/client";
+import { describeError, isCancelled } from "../core/errors";
+import { NAVIGATE_CHOICES, type NavigateChoice, navigateOptions, sessionPicks } from "../core/picks";
+import { formatTokens } from "../core/status";
+import type { Daemon } from "./daemon";
+import { PiDocuments, showDocument } from "./documents";
+import type { CurrentSession } from "./session";
+
+export class Commands {
+  constructor(
+    private readonly daemon: Daemon,
+    private readonly session: CurrentSession,
+    private readonly output: vscode.LogOutputChannel,
+  ) {}
+
+  register(): vscode.Disposable[] {
+    const entry = (run: (pi: PiClient, sessionId: string, entryId: string) => Promise<void>) => (id?: string) =>
+      this.withSession(async (pi, sessionId) => {
+        const entryId = id ?? (await this.pickEntry("Which entry?"));
+        if (entryId !== undefined) {
+          await run(pi, sessionId, entryId);
+        }
+      });
+    const table: Record<string, (...args: never[]) => unknown> = {
+      "pi.openSession": () => this.openSession(),
+      "pi.compact": () => this.withSession((pi, id) => this.compact(pi, id)),
+      "pi.navigateTree": entry((pi, id, target) => this.navigate(pi, id, target)),
+      "pi.setLabel": entry((pi, id, target) => this.setLabel(pi, id, target)),
+      "pi.fork": entry((pi, id, target) => this.fork(pi, id, target)),
+      "pi.tree.navigate": entry((pi, id, target) => this.navigate(pi, id, target)),
+      "pi.tree.setLabel": entry((pi, id, target) => this.setLabel(pi, id, target)),
+      "pi.tree.fork": entry((pi, id, target) => this.fork(pi, id, target)),
+      "pi.tree.openSummary": entry(async (_pi, id, target) => {
+        await showDocument(PiDocuments.uri("summary", id, `Summary ${target}`, target));
+      }),
+      "pi.showContext": () =>
+        this.withSession((_pi, id) => showDocument(PiDocuments.uri("context", id, this.session.title))),
+      "pi.showStats": () => this.withSession((_pi, id) => showDocument(PiDocuments.uri("stats", id, this.session.title))),
+      "pi.refreshTree": () => this.withSession((pi) => this.session.reload(pi)),
+      "pi.restartDaemon": () => this.restart(),
+      "pi.showLog": () => this.output.show(),
+    };
+    return Object.entries(table).map(([name, run]) => vscode.commands.registerCommand(name, run));
+  }
+
+  async openSession(): Promise<void> {
+    const pi = await this.daemon.ensure();
+    if (pi === undefined) {
+      return;
+    }
+    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const sessions = await pi.listSessions(cwd);
+    const browse = { label: "$(folder-opened) Open a session file…", description: "", detail: "", path: "" };
+    const picked = await vscode.window.showQuickPick([...sessionPicks(sessions, new Date()), browse], {
+      title: "Pi: Open Session",
+      placeHolder: sessions.length ? "Sessions of this workspace, newest first" : "No sessions here yet",
+      matchOnDescription: true,
+      matchOnDetail: true,
+    });
+    const path = picked === browse ? await this.browse() : picked?.path;
+    if (path) {
+      await this.report(async () => {
+        const info = await pi.openSession(path);
+        for (const warning of info.warnings ?? []) {
+          this.output.warn(`${path}:${warning.line}: ${warning.message}`);
+        }
+        await this.session.open(pi, info);
+      });
+    }
+  }
+
+  private async browse(): Promise<string | undefined> {
+    const uris = await vscode.window.showOpenDialog({ filters: { "Pi sessions": ["jsonl"] }, canSelectMany: false });
+    return uris?.[0]?.fsPath;
+  }
+
+  private async compact(pi: PiClient, sessionId: string): Promise<void> {
+    const instructions = await vscode.window.showInputBox({
+      title: "Pi: Compact Session",
+      prompt: "Custom instructions for the summary (optional; Enter to compact)",
+      placeHolder: "e.g. focus on the API decisions",
+    });
+    if (instructions === undefined) {
+      return;
+    }
+    const result = await this.summarizing("Pi: compacting", (options) => pi.compact(sessionId, instructions, options));
+    if (result !== undefined) {
+      const saved = `${formatTokens(result.tokensBefore)} → ${formatTokens(result.tokensAfter)} tokens`;
+      void vscode.window.showInformationMessage(`Pi: compacted (${saved}).`);
+    }
+  }
+
+  private async navigate(pi: PiClient, sessionId: string, targetId: string): Promise<void> {
+    if (targetId === this.session.tree.leafId) {
+      void vscode.window.showInformationMessage("Pi: that entry is already the leaf.");
+      return;
+    }
+    const choice = await vscode.window.showQuickPick<NavigateChoice & vscode.QuickPickItem>([...NAVIGATE_CHOICES], {
+      title: "Pi: Navigate Tree — summarize the branch you leave?",
+    });
+    if (choice === undefined) {
+      return;
+    }
+    let instructions: string | undefined;
+    if (choice.askInstructions) {
+      instructions = await vscode.window.showInputBox({ title: "Pi: Summary instructions", prompt: "Focus of the summary" });
+      if (instructions === undefined) {
+        return;
+      }
+    }
+    const options = navigateOptions(choice, instructions);
+    const result = await this.summarizing("Pi: summarizing the branch", (watch) =>
+      pi.navigateTree(sessionId, targetId, options, options.summarize ? watch : {}),
+    );
+    if (result?.editorText) {
+      await vscode.env.clipboard.writeText(result.editorText);
+      void vscode.window.showInformationMessage("Pi: moved. The selected message's text is on the clipboard.");
+    }
+  }
+
+  private async setLabel(pi: PiClient, sessionId: string, entryId: string): Promise<void> {
+    const label = await vscode.window.showInputBox({
+      title: "Pi: Set Label",
+      prompt: "Label for this entry (empty clears it)",
+      value: this.session.tree.node(entryId)?.label ?? "",
+    });
+    if (label !== undefined) {
+      await this.report(() => pi.setLabel(sessionId, entryId, label.trim() === "" ? null : label.trim()));
+    }
+  }
+
+  private async fork(pi: PiClient, sessionId: string, entryId: string): Promise<void> {
+    await this.report(async () => {
+      const info = await pi.fork(sessionId, entryId);
+      await this.session.open(pi, info);
+      void vscode.window.showInformationMessage(`Pi: forked into ${info.path ?? info.sessionId}.`);
+    });
+  }
+
+  private async restart(): Promise<void> {
+    const path = this.session.info?.path;
+    const pi = await this.daemon.restart();
+    if (pi !== undefined && path) {
+      await this.report(async () => this.session.open(pi, await pi.openSession(path)));
+    }
+  }
+
+  /** Runs a summarizer request under a cancellable progress notification. */
+  private async summarizing<R>(title: string, run: (options: SummaryOptions) => Promise<R>): Promise<R | undefined> {
+    return await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title, cancellable: true },
+      async (progress, token) => {
+        try {
+          return await run({ token, onProgress: progressReporter((update) => progress.report(update)) });
+        } catch (error) {
+          if (isCancelled(error)) {
+            void vscode.window.showInformationMessage(`${title}: cancelled; nothing was written.`);
+          } else {
+            void vscode.window.showErrorMessage(`${title}: ${describeError(error)}`);
+          }
+          return undefined;
+        }
+      },
+    );
+  }
+
+  private async pickEntry(title: string): Promise<string | undefined> {
+    const rows = this.session.tree.pickRows();
+    const items = rows.map((row) => ({ label: row.label, description: row.description, id: row.id }));
+    const active = items.find((item) => item.id === this.session.tree.leafId);
+    const pick = vscode.window.createQuickPick<(typeof items)[number]>();
+    pick.title = `Pi: ${title}`;
+    pick.items = items;
+    pick.matchOnDescription = true;
+    pick.activeItems = active ? [active] : [];
+    return new Promise((resolve) => {
+      pick.onDidAccept(() => {
+        resolve(pick.selectedItems[0]?.id);
+        pick.hide();
+      });
+      pick.onDidHide(() => {
+        resolve(undefined);
+        pick.dispose();
+      });
+      pick.show();
+    });
+  }
+
+  private async withSession(run: (pi: PiClient, sessionId: string) => Promise<unknown>): Promise<void> {
+    const pi = await this.daemon.ensure();
+    if (pi === undefined) {
+      return;
+    }
+    if (this.session.info === undefined) {
+      await this.openSession();
+    }
+    const sessionId = this.session.info?.sessionId;
+    if (sessionId !== undefined) {
+      await this.report(() => run(pi, sessionId));
+    }
+  }
+
+  private async report(run: () => Promise<unknown>): Promise<void> {
+    try {
+      await run();
+    } catch (error) {
+      this.output.error(String(error));
+      void vscode.window.showErrorMessage(`Pi: ${describeError(error)}`);
+    }
+  }
+}

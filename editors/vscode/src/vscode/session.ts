@@ -1,0 +1,55 @@
+/** The open session: which one it is, its tree, and change events for the views. */
+import * as vscode from "vscode";
+import type { PiClient } from "../core/client";
+import { effectiveReserve } from "../core/settings";
+import { TreeModel } from "../core/treeModel";
+import type { SessionInfo, StatsResult } from "../protocol";
+
+export class CurrentSession implements vscode.Disposable {
+  info: SessionInfo | undefined;
+  tree: TreeModel = new TreeModel({ nodes: [] });
+  stats: StatsResult | undefined;
+  reserveTokens = 16384;
+  private readonly changed = new vscode.EventEmitter<void>();
+  /** Fires after the tree and stats were reloaded. */
+  readonly onDidChange = this.changed.event;
+  private timer: NodeJS.Timeout | undefined;
+
+  get title(): string {
+    const header = this.info?.header as { name?: unknown } | undefined;
+    const name = typeof header?.name === "string" ? header.name : undefined;
+    return name ?? this.info?.path?.split(/[\\/]/).pop() ?? this.info?.sessionId ?? "no session";
+  }
+
+  /** Switches to `info` and loads it. */
+  async open(pi: PiClient, info: SessionInfo): Promise<void> {
+    this.info = info;
+    const settings = await pi.getSettings(info.sessionId).catch(() => undefined);
+    this.reserveTokens = effectiveReserve(settings);
+    await this.reload(pi);
+  }
+
+  /** Reloads tree and stats (coalesces bursts of `pi/sessionChanged`). */
+  scheduleReload(pi: PiClient): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.reload(pi), 100);
+  }
+
+  async reload(pi: PiClient): Promise<void> {
+    const id = this.info?.sessionId;
+    if (id === undefined) {
+      return;
+    }
+    const [tree, stats] = await Promise.all([pi.getTree(id), pi.getStats(id).catch(() => undefined)]);
+    if (this.info?.sessionId === id) {
+      this.tree = new TreeModel(tree);
+      this.stats = stats;
+      this.changed.fire();
+    }
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.changed.dispose();
+  }
+}
