@@ -147,7 +147,9 @@ def default_reply(body: Any) -> str:
     """A valid structured summary quoting the request (turn-prefix headings when the prompt asks for them)."""
     user = first_user_text(body)
     line = f'- First user message: "{quote(user)}"'
-    if "## Original Request" in user:
+    # Only the instructions after the conversation decide the format: a conversation may
+    # itself quote an earlier split-turn summary with these headings.
+    if "## Original Request" in user.rpartition("</conversation>")[2]:
         return (
             f"## Original Request\n{line}\n\n## Early Progress\n- Loopback answer\n\n## Context for Suffix\n- (none)\n"
         )

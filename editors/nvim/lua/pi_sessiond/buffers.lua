@@ -1,0 +1,151 @@
+--- Scratch buffers: the `:PiTree` view (one per session, kept in sync with the
+--- daemon's notifications) and read-only markdown views such as `:PiContext`.
+local compat = require('pi_sessiond.compat')
+local render = require('pi_sessiond.render')
+
+local M = {}
+
+local trees = {} -- bufnr -> { session_id, ids, leaf_id }
+local split_cmd = 'botright vsplit'
+
+--- Set the command that opens a view window (`setup({split = …})`).
+function M.set_split(cmd)
+  split_cmd = cmd
+end
+
+local function scratch(name, filetype)
+  local buf = vim.fn.bufnr(name)
+  if buf == -1 or not vim.api.nvim_buf_is_valid(buf) then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, name)
+  end
+  compat.set_buf_options(buf, {
+    buftype = 'nofile',
+    bufhidden = 'hide',
+    swapfile = false,
+    filetype = filetype,
+  })
+  return buf
+end
+
+local function set_lines(buf, lines)
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].modified = false
+end
+
+local function show(buf)
+  local win = vim.fn.bufwinid(buf)
+  if win == -1 then
+    vim.cmd(split_cmd)
+    win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(win, buf)
+  else
+    vim.api.nvim_set_current_win(win)
+  end
+  return win
+end
+
+--- Show `lines` in a read-only markdown scratch buffer named `name`.
+function M.show_markdown(name, lines)
+  local buf = scratch(name, 'markdown')
+  set_lines(buf, lines)
+  show(buf)
+  return buf
+end
+
+local function tree_keymaps(buf)
+  local function map(lhs, fn, desc)
+    vim.keymap.set('n', lhs, fn, { buffer = buf, silent = true, nowait = true, desc = desc })
+  end
+  map('<CR>', function()
+    require('pi_sessiond.commands').navigate_prompt(M.entry_at_cursor())
+  end, 'pi-sessiond: navigate to this entry')
+  map('R', function()
+    M.refresh(trees[buf].session_id)
+  end, 'pi-sessiond: refresh the tree')
+  map('q', '<cmd>close<CR>', 'pi-sessiond: close')
+end
+
+local function fill_tree(buf, result)
+  local width = math.max(40, vim.o.columns)
+  local lines, ids = render.tree_lines(result.nodes or {}, result.leafId, width)
+  if #lines == 0 then
+    lines = { '(empty session)' }
+  end
+  local info = trees[buf]
+  info.ids, info.leaf_id = ids, result.leafId
+  set_lines(buf, lines)
+  return ids
+end
+
+local function line_of(ids, id)
+  for i, value in ipairs(ids) do
+    if value == id then
+      return i
+    end
+  end
+  return nil
+end
+
+--- Render a `pi/getTree` result for `session_id` and show it, cursor on the leaf.
+function M.show_tree(session_id, result)
+  local buf = scratch('pi-sessiond://tree/' .. session_id, 'pi-sessiond-tree')
+  if not trees[buf] then
+    trees[buf] = { session_id = session_id, ids = {} }
+    tree_keymaps(buf)
+    vim.api.nvim_create_autocmd('BufWipeout', {
+      buffer = buf,
+      callback = function()
+        trees[buf] = nil
+      end,
+    })
+  end
+  local ids = fill_tree(buf, result)
+  local win = show(buf)
+  vim.api.nvim_win_set_cursor(win, { line_of(ids, result.leafId) or 1, 0 })
+  return buf
+end
+
+--- The entry id under the cursor when the current buffer is a tree, else nil.
+function M.entry_at_cursor()
+  local info = trees[vim.api.nvim_get_current_buf()]
+  if not info then
+    return nil
+  end
+  return info.ids[vim.api.nvim_win_get_cursor(0)[1]]
+end
+
+--- Fetch and re-render every loaded tree buffer of `session_id`, keeping each
+--- window's cursor on the entry it was on.
+function M.refresh(session_id)
+  for buf, info in pairs(trees) do
+    if info.session_id == session_id and vim.api.nvim_buf_is_loaded(buf) then
+      require('pi_sessiond').get_tree(function(err, result)
+        if err then
+          return
+        end
+        local wins = {}
+        for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+          wins[win] = info.ids[vim.api.nvim_win_get_cursor(win)[1]]
+        end
+        local ids = fill_tree(buf, result)
+        for win, id in pairs(wins) do
+          vim.api.nvim_win_set_cursor(win, { line_of(ids, id) or line_of(ids, result.leafId) or 1, 0 })
+        end
+      end, { session_id = session_id })
+    end
+  end
+end
+
+--- Buffer numbers of the loaded tree views (for scripts and tests).
+function M.tree_buffers()
+  local out = {}
+  for buf in pairs(trees) do
+    table.insert(out, buf)
+  end
+  return out
+end
+
+return M

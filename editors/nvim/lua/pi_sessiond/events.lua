@@ -1,0 +1,87 @@
+--- Handlers for what the daemon sends on its own (PROTOCOL.md "Messages
+--- daemon → client"), and the refresh that follows any change to a session.
+local compat = require('pi_sessiond.compat')
+local progress = require('pi_sessiond.progress')
+local session = require('pi_sessiond.session')
+
+local M = {}
+
+local LOG_SIZE = 100
+local log = {} -- the last LOG_SIZE notifications: { method, params }
+local refresh_due = {}
+
+local function notify(message, level)
+  vim.notify('pi-sessiond: ' .. message, level or vim.log.levels.INFO)
+end
+
+--- Refresh the statusline stats and tree views of `session_id` once, soon
+--- (several notifications about one change collapse into one refresh).
+function M.changed(session_id)
+  if refresh_due[session_id] then
+    return
+  end
+  refresh_due[session_id] = true
+  vim.defer_fn(function()
+    refresh_due[session_id] = nil
+    local current = session.current()
+    if current and current.sessionId == session_id then
+      session.refresh_stats()
+    end
+    require('pi_sessiond.buffers').refresh(session_id)
+    compat.fire_user_event('PiSessiondChanged')
+  end, 20)
+end
+
+local function record(method, params)
+  table.insert(log, { method = method, params = params })
+  if #log > LOG_SIZE then
+    table.remove(log, 1)
+  end
+end
+
+local function on(method, fn)
+  return function(_, params)
+    record(method, params)
+    if type(params) == 'table' then
+      fn(params)
+    end
+    return vim.NIL
+  end
+end
+
+local function on_compaction_ended(params)
+  if params.error and params.error ~= vim.NIL then
+    notify('auto-compaction failed: ' .. tostring(params.error), vim.log.levels.WARN)
+  else
+    notify(string.format('auto-compaction done (%s)', params.reason))
+  end
+end
+
+--- The `handlers` table for the pi-sessiond LSP client.
+function M.handlers()
+  return {
+    ['$/progress'] = progress.handler,
+    ['pi/sessionChanged'] = on('pi/sessionChanged', function(p)
+      session.set_leaf(p.sessionId, p.leafId)
+      M.changed(p.sessionId)
+    end),
+    ['pi/treeNavigated'] = on('pi/treeNavigated', function(p)
+      session.set_leaf(p.sessionId, p.leafId)
+      M.changed(p.sessionId)
+    end),
+    ['pi/compacted'] = on('pi/compacted', function(p)
+      M.changed(p.sessionId)
+    end),
+    ['pi/compactionStarted'] = on('pi/compactionStarted', function(p)
+      notify(string.format('auto-compaction started (%s)', p.reason))
+    end),
+    ['pi/compactionEnded'] = on('pi/compactionEnded', on_compaction_ended),
+  }
+end
+
+--- A copy of the recorded notifications (for scripts and tests).
+function M.log()
+  return vim.deepcopy(log)
+end
+
+return M

@@ -1,0 +1,273 @@
+--- pi-sessiond for Neovim: the Lua API that the `:Pi*` commands wrap.
+---
+--- Every function acts on the most recently opened session. Calls made before
+--- the daemon has answered `initialize`, or before a session is open, are
+--- queued and run in order once it is. Functions that talk to the daemon take
+--- `opts.callback(err, result)`; without one, errors and results are reported
+--- with `vim.notify`.
+local buffers = require('pi_sessiond.buffers')
+local client = require('pi_sessiond.client')
+local events = require('pi_sessiond.events')
+local jobs = require('pi_sessiond.jobs')
+local progress = require('pi_sessiond.progress')
+local session = require('pi_sessiond.session')
+
+local M = {}
+
+local defaults = {
+  cmd = { 'pi-sessiond' },
+  cmd_env = nil,
+  settings = nil,
+  sessions_dir = nil,
+  split = 'botright vsplit',
+  editor_text_register = '"',
+  statusline_prefix = 'π',
+}
+local options = vim.deepcopy(defaults)
+
+local function notify(message, level)
+  vim.notify('pi-sessiond: ' .. message, level or vim.log.levels.INFO)
+end
+
+local function describe_error(err)
+  local text = tostring(err.message or err)
+  if type(err.data) == 'table' and err.data.reason then
+    text = string.format('%s (%s)', text, err.data.reason)
+  end
+  return text
+end
+
+--- Call `opts.callback`, or report: errors always, `success(result)` if given.
+local function finish(opts, err, result, success)
+  if opts.callback then
+    opts.callback(err, result)
+  elseif err then
+    notify(describe_error(err), vim.log.levels.ERROR)
+  elseif success then
+    local message = success(result)
+    if message then
+      notify(message)
+    end
+  end
+end
+
+local function configure_client()
+  client.configure({
+    cmd = options.cmd,
+    cmd_env = options.cmd_env,
+    settings = options.settings,
+    sessions_dir = options.sessions_dir,
+    handlers = events.handlers(),
+    on_exit = session.on_daemon_exit,
+  })
+end
+
+--- Configure the plugin. `opts.cmd` (list, default `{'pi-sessiond'}`),
+--- `opts.settings` (PROTOCOL.md SETTINGS, sent as initializationOptions),
+--- `opts.sessions_dir`, `opts.cmd_env`, `opts.split`,
+--- `opts.editor_text_register`, `opts.statusline_prefix`. Takes effect when
+--- the daemon next starts (see `stop()`).
+function M.setup(opts)
+  options = vim.tbl_extend('force', vim.deepcopy(defaults), opts or {})
+  buffers.set_split(options.split)
+  configure_client()
+end
+
+--- The current options (a copy).
+function M.options()
+  return vim.deepcopy(options)
+end
+
+--- Send any request once the daemon is ready: `callback(err, result)`.
+function M.request(method, params, callback)
+  client.request(method, params, callback)
+end
+
+--- The current SESSION table (PROTOCOL.md), or nil.
+function M.session()
+  return session.current()
+end
+
+--- Open a session file and make it the current session.
+function M.open_session(path, opts)
+  opts = opts or {}
+  path = vim.fn.fnamemodify(vim.fn.expand(path), ':p')
+  session.open({ path = path }, function(err, result)
+    if not err then
+      session.refresh_stats()
+      for _, warning in ipairs(result.warnings or {}) do
+        notify(string.format('%s:%s: %s', path, warning.line, warning.message), vim.log.levels.WARN)
+      end
+    end
+    finish(opts, err, result, function(info)
+      return string.format('opened %s (%d entries)', vim.fn.fnamemodify(info.path, ':~'), info.entryCount)
+    end)
+  end)
+end
+
+--- List sessions (`opts.cwd`, default all); `opts.callback(err, {sessions})`.
+function M.list_sessions(opts)
+  opts = opts or {}
+  client.request('pi/listSessions', { cwd = opts.cwd }, function(err, result)
+    finish(opts, err, result)
+  end)
+end
+
+--- Compact the current session (`opts.instructions`), with progress.
+function M.compact(opts)
+  opts = opts or {}
+  return jobs.start('pi/compact', function(session_id)
+    return { sessionId = session_id, customInstructions = opts.instructions }
+  end, function(err, result, session_id)
+    if not err then
+      events.changed(session_id)
+    end
+    finish(opts, err, result, function(r)
+      return string.format('compacted: %d → %d tokens', r.tokensBefore, r.tokensAfter)
+    end)
+  end)
+end
+
+local function navigated(result)
+  if result.cancelled then
+    return 'navigation cancelled'
+  end
+  local text = result.editorText
+  if text and text ~= vim.NIL and options.editor_text_register then
+    vim.fn.setreg(options.editor_text_register, text)
+    return string.format('moved to %s; its message is in register %s', result.leafId, options.editor_text_register)
+  end
+  return string.format('moved to %s', tostring(result.leafId))
+end
+
+--- Move the leaf to `target_id` (Pi's `/tree`): `opts.summarize`,
+--- `opts.instructions`, `opts.replace_instructions`, `opts.label`.
+function M.navigate(target_id, opts)
+  opts = opts or {}
+  return jobs.start('pi/navigateTree', function(session_id)
+    return {
+      sessionId = session_id,
+      targetId = target_id,
+      summarize = opts.summarize and true or false,
+      customInstructions = opts.instructions,
+      replaceInstructions = opts.replace_instructions and true or false,
+      label = opts.label,
+    }
+  end, function(err, result, session_id)
+    if not err then
+      session.set_leaf(session_id, result.leafId)
+      events.changed(session_id)
+    end
+    finish(opts, err, result, navigated)
+  end)
+end
+
+--- Cancel the running summaries (compaction, branch summary); returns how many.
+function M.cancel()
+  return jobs.cancel_all()
+end
+
+--- Send `method` with `params` plus the current `sessionId`;
+--- `callback(err, result, session_id)`.
+local function session_request(method, params, callback)
+  session.with_session(function(session_id)
+    local body = vim.tbl_extend('force', { sessionId = session_id }, params)
+    client.request(method, body, function(err, result)
+      callback(err, result, session_id)
+    end)
+  end, function(err)
+    callback(err, nil, nil)
+  end)
+end
+
+local function on_session(method, params, opts, success)
+  session_request(method, params, function(err, result)
+    finish(opts, err, result, success)
+  end)
+end
+
+--- `pi/getTree` of the current session (or `opts.session_id`).
+function M.get_tree(callback, opts)
+  opts = opts or {}
+  if opts.session_id then
+    client.request('pi/getTree', { sessionId = opts.session_id }, callback)
+  else
+    on_session('pi/getTree', {}, { callback = callback })
+  end
+end
+
+--- `pi/getContext` of the current session (`opts.leaf_id` optional).
+function M.get_context(opts)
+  opts = opts or {}
+  on_session('pi/getContext', { leafId = opts.leaf_id }, opts)
+end
+
+--- `pi/getStats` of the current session; also refreshes `statusline()`.
+function M.stats(opts)
+  opts = opts or {}
+  session.refresh_stats(function(err, result)
+    finish(opts, err, result)
+  end)
+end
+
+--- Set (or with `label == nil` clear) the label of `entry_id`.
+function M.label(entry_id, label, opts)
+  opts = opts or {}
+  local params = { entryId = entry_id, label = label == nil and vim.NIL or label }
+  session_request('pi/setLabel', params, function(err, result, session_id)
+    if not err then
+      events.changed(session_id)
+    end
+    finish(opts, err, result, function()
+      return label and string.format('labelled %s "%s"', entry_id, label) or 'label cleared'
+    end)
+  end)
+end
+
+--- Fork at a user message (Pi's `/fork`); the new session becomes current.
+function M.fork(entry_id, opts)
+  opts = opts or {}
+  session_request('pi/fork', { entryId = entry_id }, function(err, result)
+    if not err then
+      session.set_current(result)
+      session.refresh_stats()
+    end
+    finish(opts, err, result, function(info)
+      local where = type(info.path) == 'string' and vim.fn.fnamemodify(info.path, ':~') or info.sessionId
+      return 'forked to ' .. where
+    end)
+  end)
+end
+
+--- Short status for 'statusline': the running job, else context usage.
+function M.statusline()
+  local prefix = options.statusline_prefix
+  local running = progress.describe()
+  if running then
+    return prefix .. ' ' .. running
+  end
+  local stats = session.stats()
+  if stats and type(stats.contextPercent) == 'number' then
+    return string.format('%s %d%%', prefix, math.floor(stats.contextPercent + 0.5))
+  end
+  return session.current() and prefix or ''
+end
+
+--- The `$/progress` values received (for scripts and tests).
+function M.progress_log()
+  return progress.log()
+end
+
+--- The daemon notifications received (for scripts and tests).
+function M.notifications()
+  return events.log()
+end
+
+--- Stop the daemon; the next call starts it again with the current options.
+function M.stop()
+  client.stop()
+end
+
+configure_client()
+
+return M

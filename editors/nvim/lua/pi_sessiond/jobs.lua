@@ -1,0 +1,90 @@
+--- Summarizer requests (`pi/compact`, `pi/navigateTree`) as cancellable jobs.
+---
+--- Invariant: a job's callback runs exactly once — with the daemon's answer,
+--- or with a `-32800` error when it is cancelled before it was sent or when
+--- the daemon does not answer a cancel within `GRACE_MS` (Neovim forgets a
+--- request after `cancel_request`, so its answer would never arrive).
+local client = require('pi_sessiond.client')
+local compat = require('pi_sessiond.compat')
+local progress = require('pi_sessiond.progress')
+local session = require('pi_sessiond.session')
+
+local M = {}
+
+local GRACE_MS = 3000
+local running = {} -- token -> job
+
+local function cancelled_error()
+  return { code = -32800, message = 'cancelled', data = { reason = 'cancelled' } }
+end
+
+local function settle(job, err, result)
+  if job.settled then
+    return
+  end
+  job.settled = true
+  running[job.token] = nil
+  progress.finish(job.token)
+  job.callback(err, result)
+end
+
+--- Send `method` with `params(session_id)` on the current session as a job;
+--- `callback(err, result, session_id)` runs once.
+function M.start(method, params, callback)
+  local job = { token = progress.new_token() }
+  job.callback = function(err, result)
+    callback(err, result, job.session_id)
+  end
+  running[job.token] = job
+  session.with_session(function(session_id)
+    if job.settled then
+      return
+    end
+    job.session_id = session_id
+    local body = params(session_id)
+    body.workDoneToken = job.token
+    client.request(method, body, function(err, result)
+      settle(job, err, result)
+    end, function(lsp_client, request_id)
+      job.client, job.request_id = lsp_client, request_id
+    end)
+  end, function(err)
+    settle(job, err, nil)
+  end)
+  return job
+end
+
+local function cancel_job(job)
+  if not job.client then
+    settle(job, cancelled_error(), nil)
+    return
+  end
+  compat.call(job.client, 'notify', 'window/workDoneProgress/cancel', { token = job.token })
+  vim.defer_fn(function()
+    if not job.settled then
+      pcall(compat.call, job.client, 'cancel_request', job.request_id)
+      settle(job, cancelled_error(), nil)
+    end
+  end, GRACE_MS)
+end
+
+--- Cancel every running job; returns how many were running.
+function M.cancel_all()
+  local count = 0
+  for _, job in pairs(running) do
+    count = count + 1
+    cancel_job(job)
+  end
+  return count
+end
+
+--- The number of jobs not yet answered.
+function M.count()
+  local count = 0
+  for _ in pairs(running) do
+    count = count + 1
+  end
+  return count
+end
+
+return M

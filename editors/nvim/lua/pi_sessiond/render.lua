@@ -1,0 +1,160 @@
+--- Pure text rendering: `pi/getTree` nodes to tree lines, `pi/getContext`
+--- messages to markdown. No Neovim state is read or written here.
+local M = {}
+
+local LEAF, ON_PATH, OFF_PATH = '●', '•', '·'
+
+local function one_line(text, width)
+  text = tostring(text or ''):gsub('%s+', ' ')
+  text = vim.trim(text)
+  if width and vim.fn.strchars(text) > width then
+    text = vim.fn.strcharpart(text, 0, width - 1) .. '…'
+  end
+  return text
+end
+
+local function kind(node)
+  if node.type == 'message' and node.role and node.role ~= vim.NIL then
+    return node.role
+  end
+  return node.type
+end
+
+local function node_line(node, depth, leaf_id, width)
+  local mark = node.id == leaf_id and LEAF or (node.onActivePath and ON_PATH or OFF_PATH)
+  local label = ''
+  if node.label and node.label ~= vim.NIL then
+    label = string.format(' [%s]', node.label)
+  end
+  local preview = one_line(node.preview, width)
+  local text = string.format('%s%s %s%s', string.rep('  ', depth), mark, kind(node), label)
+  if preview ~= '' then
+    text = text .. ': ' .. preview
+  end
+  return text
+end
+
+local function children_of(node, by_id)
+  local kids = {}
+  for _, id in ipairs(node.childIds or {}) do
+    if by_id[id] then
+      table.insert(kids, by_id[id])
+    end
+  end
+  return kids
+end
+
+--- Lines for a tree: a chain stays at one depth, each branch of a fork is
+--- indented one step under it (Pi's `/tree` layout). Returns `lines, ids`
+--- where `ids[i]` is the entry id on line `i`.
+function M.tree_lines(nodes, leaf_id, width)
+  local by_id, roots = {}, {}
+  for _, node in ipairs(nodes) do
+    by_id[node.id] = node
+  end
+  for _, node in ipairs(nodes) do
+    local parent = node.parentId
+    if parent == nil or parent == vim.NIL or not by_id[parent] then
+      table.insert(roots, node)
+    end
+  end
+  local lines, ids = {}, {}
+  local stack = {}
+  local base = #roots > 1 and 1 or 0
+  for i = #roots, 1, -1 do
+    table.insert(stack, { roots[i], base })
+  end
+  while #stack > 0 do
+    local node, depth = unpack(table.remove(stack))
+    table.insert(lines, node_line(node, depth, leaf_id, width))
+    table.insert(ids, node.id)
+    local kids = children_of(node, by_id)
+    local child_depth = #kids > 1 and depth + 1 or depth
+    for i = #kids, 1, -1 do
+      table.insert(stack, { kids[i], child_depth })
+    end
+  end
+  return lines, ids
+end
+
+local function block_text(block)
+  if type(block) ~= 'table' then
+    return { tostring(block) }
+  end
+  if block.type == 'text' then
+    return vim.split(block.text or '', '\n', { plain = true })
+  elseif block.type == 'thinking' then
+    local out = {}
+    for _, line in ipairs(vim.split(block.thinking or '', '\n', { plain = true })) do
+      table.insert(out, '> ' .. line)
+    end
+    return out
+  elseif block.type == 'toolCall' then
+    local args = vim.fn.json_encode(block.arguments or vim.empty_dict())
+    return { string.format('**tool call** `%s`', block.name or '?'), '```json', args, '```' }
+  elseif block.type == 'image' then
+    return { string.format('*[image %s]*', block.mimeType or '') }
+  end
+  return { string.format('*[%s]*', block.type or 'block') }
+end
+
+local function content_lines(content)
+  if content == nil or content == vim.NIL then
+    return {}
+  end
+  if type(content) == 'string' then
+    return vim.split(content, '\n', { plain = true })
+  end
+  local out = {}
+  for _, block in ipairs(content) do
+    vim.list_extend(out, block_text(block))
+  end
+  return out
+end
+
+local function fenced(text)
+  local out = { '```' }
+  vim.list_extend(out, vim.split(tostring(text or ''), '\n', { plain = true }))
+  table.insert(out, '```')
+  return out
+end
+
+local function message_body(message)
+  local role = message.role
+  if role == 'compactionSummary' or role == 'branchSummary' then
+    return vim.split(message.summary or '', '\n', { plain = true })
+  elseif role == 'bashExecution' then
+    local out = { '```sh', '$ ' .. tostring(message.command or ''), '```' }
+    return vim.list_extend(out, fenced(message.output))
+  elseif role == 'toolResult' then
+    local lines = content_lines(message.content)
+    return fenced(table.concat(lines, '\n'))
+  end
+  return content_lines(message.content)
+end
+
+local function heading(message)
+  local role = message.role or '?'
+  if role == 'toolResult' and message.toolName then
+    return string.format('## toolResult `%s`', message.toolName)
+  elseif role == 'assistant' and message.model then
+    return string.format('## assistant (%s)', message.model)
+  end
+  return '## ' .. role
+end
+
+--- Markdown lines for a `pi/getContext` result.
+function M.context_lines(context)
+  local lines = {}
+  local count = #(context.messages or {})
+  table.insert(lines, string.format('# Context: %d messages, ~%s tokens', count, tostring(context.tokens or '?')))
+  for _, message in ipairs(context.messages or {}) do
+    table.insert(lines, '')
+    table.insert(lines, heading(message))
+    table.insert(lines, '')
+    vim.list_extend(lines, message_body(message))
+  end
+  return lines
+end
+
+return M

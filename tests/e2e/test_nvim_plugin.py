@@ -1,0 +1,105 @@
+"""The Neovim plugin (``editors/nvim``) in a real headless Neovim against the real daemon.
+
+``editors/nvim/tests/headless.lua`` drives it: it starts ``python -m pi_sessiond serve``
+through Neovim's LSP client, with the loopback provider as the summarizer, opens a
+copy of the real Pi fixture, runs ``:PiCompact``, ``:PiTree`` and a navigation with a
+branch summary, and exits non-zero on any failed check or Lua error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.conftest import REPO, require
+
+PLUGIN = REPO / "editors" / "nvim"
+SCRIPT = PLUGIN / "tests" / "headless.lua"
+TIMEOUT_S = 180
+
+
+@pytest.fixture
+def nvim() -> str:
+    """The ``nvim`` executable; skipped when missing, except in CI (``require``)."""
+    path = shutil.which("nvim")
+    require(path is not None, "nvim is not installed (apt-get install -y neovim)")
+    assert path is not None
+    return path
+
+
+@pytest.fixture
+def provider_url() -> Iterator[str]:
+    """``python -m tests.loopback_provider --mode ok``; it stops when its stdin closes."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.loopback_provider", "--port", "0", "--mode", "ok"],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), f"loopback provider printed {url!r}"
+        yield url
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_plugin_compacts_renders_tree_and_navigates(
+    nvim: str, real_session: Path, provider_url: str, tmp_path: Path
+) -> None:
+    fixture_digest = _digest(real_session)
+    session = tmp_path / "sessions" / real_session.name
+    session.parent.mkdir()
+    shutil.copyfile(real_session, session)
+    env = {
+        **os.environ,
+        "LOOPBACK_KEY": "loopback-test-key",
+        "PI_TEST_SESSION": str(session),
+        "PI_TEST_SESSIONS_DIR": str(session.parent),
+        "PI_TEST_PROVIDER_URL": provider_url,
+        "PI_TEST_PYTHON": sys.executable,
+        "PI_TEST_TIMEOUT_MS": str((TIMEOUT_S - 30) * 1000),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
+    }
+    command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"set rtp+={PLUGIN}", "-c", f"luafile {SCRIPT}"]
+    try:
+        done = subprocess.run(
+            command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired as exc:
+        streams = f"stdout:\n{_text(exc.stdout)}\nstderr:\n{_text(exc.stderr)}"
+        pytest.fail(f"nvim did not exit within {TIMEOUT_S} s\n{streams}")
+    output = f"exit code {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}{_lsp_log(tmp_path)}"
+    assert done.returncode == 0, output
+    assert done.stdout.rstrip().endswith("PASS"), output
+    assert _digest(real_session) == fixture_digest, "the shared fixture must never be written"
+
+
+def _lsp_log(root: Path) -> str:
+    """Neovim's LSP log (it holds the daemon's stderr), wherever this version keeps it."""
+    logs = sorted(root.glob("xdg-*/nvim/lsp.log"))
+    return "".join(f"\n{log}:\n{log.read_text(errors='replace')[-20000:]}" for log in logs)
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _text(data: str | bytes | None) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else data or ""
