@@ -1,0 +1,97 @@
+"""Test-only ``debug/*`` methods; registered only with ``PI_SESSIOND_DEBUG_METHODS=1``.
+
+They exercise the JSON-RPC layer without the services: ``debug/echo`` (the
+bench's trivial request when ``pi/estimateTokens`` is absent), ``debug/slow``
+(progress + cancellation), ``debug/tick`` (an async notification),
+``debug/typed`` (params structured as ``GetContextParams``), ``debug/stats`` (bookkeeping table sizes and RSS,
+for leak tests), ``debug/notify``, ``debug/hook``, ``debug/fail`` and
+``debug/configuration`` (what the glue passed to the daemon). Not part of
+PROTOCOL.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING, Any
+
+from pi_protocol.params import GetContextParams
+from pi_sessiond.service.interface import ProgressFactory, ServiceError
+
+if TYPE_CHECKING:
+    from pi_sessiond.app import PiServer
+
+
+def _rss_kib() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+    except OSError:
+        return -1
+
+
+def register(server: PiServer) -> None:
+    """Add the ``debug/*`` methods to ``server``."""
+
+    @server.method("debug/echo")
+    def echo(params: Any) -> Any:
+        return params
+
+    @server.method("debug/slow", progress=True)
+    async def slow(params: Any, progress: ProgressFactory) -> Any:
+        params = params or {}
+        steps, delay = int(params.get("steps", 5)), float(params.get("delay", 0.05))
+        bar = await progress.begin("debug/slow", params.get("workDoneToken"))
+        try:
+            for step in range(steps):
+                await asyncio.sleep(delay)
+                bar.report(f"step {step + 1}/{steps}", (step + 1) * 100 // steps)
+        except asyncio.CancelledError:
+            bar.end("cancelled")
+            raise
+        bar.end("done")
+        return {"steps": steps, "token": getattr(bar, "token", None)}
+
+    @server.method("debug/stats")
+    def stats(params: Any) -> Any:
+        protocol = server.protocol
+        return {
+            "requestFutures": len(protocol._request_futures),
+            "resultTypes": len(protocol._result_types),
+            "progressTokens": len(protocol.progress.tokens),
+            "tasks": len(asyncio.all_tasks()),
+            "rssKiB": _rss_kib(),
+        }
+
+    @server.method("debug/notify")
+    def notify(params: Any) -> Any:
+        server.events.notify(params["method"], params.get("payload"))
+        return None
+
+    @server.method("debug/hook")
+    async def hook(params: Any) -> Any:
+        if not server.hooks.declared(params["hook"]):
+            return {"declared": False}
+        answer = await server.hooks.request(params["method"], params.get("payload"), params.get("timeout", 5.0))
+        return {"declared": True, "answer": answer}
+
+    @server.method("debug/fail")
+    def fail(params: Any) -> Any:
+        if params and params.get("reason"):
+            error = ServiceError(params.get("message", "failed"), data={"detail": 1})
+            error.reason = params["reason"]
+            raise error
+        raise ValueError("secret detail that must not reach the client")
+
+    @server.method("debug/tick")
+    async def tick(params: Any) -> None:
+        """An ``async def`` notification handler (pygls leaks their futures unless fixed)."""
+        await asyncio.sleep(0)
+
+    @server.method("debug/typed", GetContextParams)
+    def typed(params: GetContextParams) -> Any:
+        return params
+
+    @server.method("debug/configuration")
+    def configuration(params: Any) -> Any:
+        return [[kind, value] for kind, value in server.configuration_log]

@@ -1,0 +1,425 @@
+"""LSP base framing over asyncio streams: stdio, TCP and WebSocket.
+
+The reader accepts what real clients send and nothing it cannot resync from:
+header names in any case, CRLF or bare LF line ends, any extra headers;
+``Content-Length`` is required and must be a decimal number. A message above
+the size limit is read and discarded in chunks (never held in memory) and
+answered ``-32008 tooLarge`` (with its id when it can be seen before
+``params``, else ``id: null``). A broken frame cannot be recovered from in
+any framing (a wrong length shifts every later message), so a missing or
+non-numeric ``Content-Length``, a malformed header line or EOF inside a
+message stops the connection: logged, exit code 1 for stdio (fail fast).
+
+The writer sends ``Content-Length: <bytes>\\r\\n\\r\\n<body>`` in one write per
+message on a non-blocking transport; the read loop awaits ``drain()`` before
+reading the next message, so a client that stops reading stops being read
+(backpressure) instead of growing the server's buffer.
+
+Each connection is served by its own endpoint (a ``PiServer`` with its own
+Daemon, see :mod:`pi_sessiond.app`); TCP and WebSocket listeners survive any
+connection closing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+HEADER_LINE_LIMIT = 64 * 1024
+_READ_CHUNK = 256 * 1024
+_SNIFF_BYTES = 4096
+_HEADER_NAME = re.compile(rb"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
+_LEADING_MEMBER = re.compile(
+    rb'\s*"(jsonrpc|id|method)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+|null)\s*,?',
+)
+
+
+class FramingError(Exception):
+    """A frame that cannot be parsed; the connection cannot continue."""
+
+
+class Endpoint(Protocol):
+    """One connection's server (``PiServer`` implements it)."""
+
+    max_message_bytes: int
+
+    @property
+    def exit_code(self) -> int | None: ...
+
+    def attach(self, sink: Any, stop: Callable[[], None]) -> None:
+        """Start sending to ``sink``; ``stop()`` ends the read loop (LSP ``exit``)."""
+        ...
+
+    def receive(self, body: bytes) -> None: ...
+
+    def too_large(self, size: int, limit: int, msg_id: Any) -> None: ...
+
+    async def aclose(self) -> None:
+        """Cancel what still runs and release the daemon."""
+        ...
+
+
+class _Oversize:
+    def __init__(self, size: int, msg_id: Any) -> None:
+        self.size = size
+        self.msg_id = msg_id
+
+
+# ---------------------------------------------------------------- reading
+
+
+class FrameParser:
+    """Incremental base-protocol parser: bytes in, bodies out, no coroutine per message.
+
+    ``feed()`` yields each complete body (or :class:`_Oversize` once a message
+    above ``limit()`` has been discarded) and raises :class:`FramingError` at
+    the first frame it cannot parse — after yielding the frames before it.
+    """
+
+    def __init__(self, limit: Callable[[], int]) -> None:
+        self._limit = limit
+        self._buf = bytearray()
+        self._pos = 0
+        self._in_header = False
+        self._declared: int | None = None
+        self._length: int | None = None
+        self._discard = 0
+        self._discard_size = 0
+        self._sniff = b""
+
+    def feed(self, data: bytes) -> Iterator[bytes | _Oversize]:
+        self._buf += data
+        try:
+            while True:
+                if self._discard:
+                    if not self._skip():
+                        return
+                    yield _Oversize(self._discard_size, sniff_id(self._sniff))
+                    continue
+                if self._length is None and not self._parse_header():
+                    return
+                length = self._length
+                assert length is not None
+                if length > self._limit():
+                    self._length, self._discard, self._discard_size, self._sniff = None, length, length, b""
+                    continue
+                if len(self._buf) - self._pos < length:
+                    return
+                body = bytes(self._buf[self._pos : self._pos + length])
+                self._pos += length
+                self._length = None
+                yield body
+        finally:
+            del self._buf[: self._pos]
+            self._pos = 0
+
+    def eof(self) -> None:
+        """Raise :class:`FramingError` unless the stream ended between messages."""
+        if self._discard:
+            raise FramingError(f"connection closed inside an oversized body ({self._discard} bytes missing)")
+        if self._length is not None:
+            raise FramingError(
+                f"connection closed inside a body ({len(self._buf) - self._pos} of {self._length} bytes)"
+            )
+        if self._in_header or self._buf[self._pos :].strip():
+            raise FramingError("connection closed inside a header")
+
+    def _skip(self) -> bool:
+        available = min(self._discard, len(self._buf) - self._pos)
+        if len(self._sniff) < _SNIFF_BYTES:
+            self._sniff += bytes(self._buf[self._pos : self._pos + min(available, _SNIFF_BYTES - len(self._sniff))])
+        self._pos += available
+        self._discard -= available
+        return self._discard == 0
+
+    def _parse_header(self) -> bool:
+        buf = self._buf
+        while True:
+            newline = buf.find(b"\n", self._pos)
+            if newline < 0:
+                if len(buf) - self._pos > HEADER_LINE_LIMIT:
+                    raise FramingError(f"header line longer than {HEADER_LINE_LIMIT} bytes")
+                return False
+            line = bytes(buf[self._pos : newline]).strip()
+            self._pos = newline + 1
+            if not line:
+                if not self._in_header:
+                    continue  # blank lines between messages are harmless
+                if self._declared is None:
+                    raise FramingError("no Content-Length header")
+                self._length, self._declared, self._in_header = self._declared, None, False
+                return True
+            self._in_header = True
+            self._header_line(line)
+
+    def _header_line(self, line: bytes) -> None:
+        name, sep, value = line.partition(b":")
+        name = name.strip()
+        if not sep or not _HEADER_NAME.fullmatch(name):
+            raise FramingError(f"malformed header line {line[:80]!r}")
+        if name.lower() == b"content-length":
+            value = value.strip()
+            if not value.isdigit():
+                raise FramingError(f"non-numeric Content-Length {value[:40]!r}")
+            self._declared = int(value)
+
+
+def sniff_id(head: bytes) -> Any:
+    """The top-level ``id`` when it comes before any structured member (as clients write it)."""
+    if not head.lstrip().startswith(b"{"):
+        return None
+    pos = head.index(b"{") + 1
+    while match := _LEADING_MEMBER.match(head, pos):
+        if match.group(1) == b"id":
+            raw = match.group(2)
+            if raw == b"null":
+                return None
+            if raw.startswith(b'"'):
+                try:
+                    return raw[1:-1].decode()
+                except UnicodeDecodeError:
+                    return None
+            return int(raw)
+        pos = match.end()
+    return None
+
+
+async def serve_connection(endpoint: Endpoint, reader: asyncio.StreamReader, sink: StreamSink) -> int:
+    """Serve one connection until EOF, ``exit`` or a framing error; returns the exit code.
+
+    0 at EOF or after ``shutdown`` + ``exit``, 1 for ``exit`` without
+    ``shutdown`` or a broken frame.
+    """
+    stopped = asyncio.Event()
+    endpoint.attach(sink, stopped.set)
+    parser = FrameParser(lambda: endpoint.max_message_bytes)
+    code = 0
+    try:
+        while not stopped.is_set():
+            await sink.drain()
+            chunk = await reader.read(_READ_CHUNK)
+            if not chunk:
+                parser.eof()
+                logger.info("connection closed by the client")
+                break
+            for frame in parser.feed(chunk):
+                if isinstance(frame, _Oversize):
+                    logger.warning("skipped a %d-byte message (limit %d)", frame.size, endpoint.max_message_bytes)
+                    endpoint.too_large(frame.size, endpoint.max_message_bytes, frame.msg_id)
+                else:
+                    endpoint.receive(frame)
+                if stopped.is_set():
+                    break
+    except FramingError as exc:
+        logger.error("unrecoverable framing error, closing the connection: %s", exc)
+        code = 1
+    except (ConnectionError, BrokenPipeError) as exc:
+        logger.info("connection lost: %s", exc)
+    finally:
+        await endpoint.aclose()
+        await sink.close()
+    return endpoint.exit_code if endpoint.exit_code is not None else code
+
+
+# ---------------------------------------------------------------- writing
+
+
+class StreamSink:
+    """Frames bodies onto an asyncio ``StreamWriter``; one write per message."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._writer.is_closing()
+
+    def send(self, body: bytes) -> None:
+        if not self.closed:
+            self._writer.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
+
+    async def drain(self) -> None:
+        if not self.closed:
+            await self._writer.drain()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(ConnectionError, BrokenPipeError, RuntimeError):
+            await self._writer.drain()
+            self._writer.close()
+            await self._writer.wait_closed()
+
+
+class _BlockingWriter:
+    """A ``StreamWriter`` look-alike for a stdout that is a regular file (no pipe transport)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    def is_closing(self) -> bool:
+        return False
+
+    async def drain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    async def wait_closed(self) -> None:
+        return None
+
+
+# ------------------------------------------------------------------ stdio
+
+
+def _protect_stdout() -> int:
+    """Move the protocol's stdout to a private fd; stray prints then land on stderr."""
+    fd = os.dup(sys.stdout.fileno())
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    return fd
+
+
+async def _stdin_reader(loop: asyncio.AbstractEventLoop) -> asyncio.StreamReader:
+    reader = asyncio.StreamReader(limit=HEADER_LINE_LIMIT, loop=loop)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), sys.stdin.buffer)
+    except ValueError:  # a regular file: feed it from a thread
+        threading.Thread(target=_feed_file, args=(loop, reader, sys.stdin.buffer.fileno()), daemon=True).start()
+    return reader
+
+
+def _feed_file(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd: int) -> None:
+    while chunk := os.read(fd, 1 << 16):
+        loop.call_soon_threadsafe(reader.feed_data, chunk)
+    loop.call_soon_threadsafe(reader.feed_eof)
+
+
+async def _stdout_sink(loop: asyncio.AbstractEventLoop, fd: int) -> StreamSink:
+    pipe = os.fdopen(fd, "wb", buffering=0)
+    try:
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
+    except ValueError:
+        return StreamSink(_BlockingWriter(fd))  # type: ignore[arg-type]
+    return StreamSink(asyncio.StreamWriter(transport, protocol, None, loop))
+
+
+def run_stdio(make_endpoint: Callable[[], Endpoint]) -> int:
+    """Serve one client on stdin/stdout; returns the process exit code."""
+    out_fd = _protect_stdout()
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        reader = await _stdin_reader(loop)
+        sink = await _stdout_sink(loop, out_fd)
+        return await serve_connection(make_endpoint(), reader, sink)
+
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        return 130
+
+
+# -------------------------------------------------------------------- TCP
+
+
+async def serve_tcp(
+    host: str, port: int, make_endpoint: Callable[[], Endpoint], ready: Callable[[str, int], None] | None = None
+) -> None:
+    """Accept connections forever; each gets its own endpoint (and Daemon)."""
+
+    async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        logger.info("client %s connected", peer)
+        try:
+            code = await serve_connection(make_endpoint(), reader, StreamSink(writer))
+            logger.info("client %s done (exit code %d)", peer, code)
+        except Exception:
+            logger.exception("connection %s failed", peer)
+
+    server = await asyncio.start_server(on_connection, host, port, limit=HEADER_LINE_LIMIT)
+    async with server:
+        sock_host, sock_port = server.sockets[0].getsockname()[:2]
+        if ready is not None:
+            ready(sock_host, sock_port)
+        await server.serve_forever()
+
+
+# -------------------------------------------------------------- WebSocket
+
+
+class _WebSocketSink:
+    """One JSON-RPC message per WebSocket text frame (no Content-Length), as pygls does."""
+
+    def __init__(self, websocket: Any) -> None:
+        self._ws = websocket
+        self._closed = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def send(self, body: bytes) -> None:
+        if not self._closed:
+            task = asyncio.ensure_future(self._ws.send(body.decode()))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def drain(self) -> None:
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def close(self) -> None:
+        await self.drain()
+        self._closed = True
+
+
+async def serve_ws(
+    host: str, port: int, make_endpoint: Callable[[], Endpoint], ready: Callable[[str, int], None] | None = None
+) -> None:
+    """WebSocket listener (needs the optional ``websockets`` package, ``pygls[ws]``)."""
+    import importlib
+
+    ws_server: Any = importlib.import_module("websockets.asyncio.server")
+
+    async def on_connection(websocket: Any) -> None:
+        endpoint = make_endpoint()
+        sink = _WebSocketSink(websocket)
+        stopped = asyncio.Event()
+        endpoint.attach(sink, stopped.set)
+        try:
+            async for message in websocket:
+                endpoint.receive(message.encode() if isinstance(message, str) else message)
+                await sink.drain()
+                if stopped.is_set():
+                    break
+        except Exception as exc:
+            logger.info("websocket connection ended: %s", exc)
+        finally:
+            await endpoint.aclose()
+            await sink.close()
+
+    limit = DEFAULT_MAX_MESSAGE_BYTES
+    async with ws_server.serve(on_connection, host, port, max_size=limit) as server:
+        sock_host, sock_port = next(iter(server.sockets)).getsockname()[:2]
+        if ready is not None:
+            ready(sock_host, sock_port)
+        await server.serve_forever()
