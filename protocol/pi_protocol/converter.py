@@ -11,6 +11,7 @@ writes known fields in declaration order, omits ``None`` unless the field is
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from collections.abc import Callable
@@ -103,10 +104,12 @@ def _specs(cls: type[Any]) -> tuple[tuple[_FieldSpec, ...], bool]:
     return _SPECS[cls]
 
 
+@functools.cache
 def _is_union(hint: Any) -> bool:
     return get_origin(hint) in (typing.Union, types.UnionType)
 
 
+@functools.cache
 def _allows_none(hint: Any) -> bool:
     return hint is Any or (_is_union(hint) and type(None) in get_args(hint))
 
@@ -131,9 +134,15 @@ def _expected(hint: Any) -> str:
     return str(hint)
 
 
+_SCALARS = frozenset({str, int, float, bool})
+_PRIMITIVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _structure(value: Any, hint: Any) -> Any:
     if hint is Any:
         return value
+    if hint in _SCALARS:
+        return _structure_scalar(value, hint)
     if _is_union(hint):
         return _structure_union(value, hint)
     origin = get_origin(hint)
@@ -182,13 +191,28 @@ def _structure_scalar(value: Any, hint: Any) -> Any:
     return value
 
 
-def _structure_union(value: Any, hint: Any) -> Any:
+@functools.cache
+def _union_parts(hint: Any) -> tuple[tuple[Any, ...], bool, tuple[Any, ...], Any]:
+    """(members, allows None, attrs classes, the single scalar member or None)."""
     members = get_args(hint)
+    classes = tuple(m for m in members if attrs.has(m))
+    others = [m for m in members if m is not type(None) and not attrs.has(m)]
+    scalar = others[0] if len(others) == 1 and others[0] in _SCALARS and not classes else None
+    return members, type(None) in members, classes, scalar
+
+
+def _structure_union(value: Any, hint: Any) -> Any:
+    members, allows_none, classes_t, scalar = _union_parts(hint)
     if value is None:
-        if type(None) in members:
+        if allows_none:
             return None
         raise StructureError([], _expected(hint), value)
-    classes = [m for m in members if attrs.has(m)]
+    if scalar is not None:  # the common ``str | None`` shape
+        try:
+            return _structure_scalar(value, scalar)
+        except StructureError:
+            raise StructureError([], _expected(hint), value) from None
+    classes = list(classes_t)
     if classes and isinstance(value, dict):
         for key, table in _DISCRIMINATED:
             if classes[0] in table.values():
@@ -236,6 +260,8 @@ def _structure_attrs(value: Any, cls: type[T]) -> T:
 
 
 def _unstructure(value: Any) -> Any:
+    if type(value) in _PRIMITIVES:
+        return value
     if attrs.has(type(value)):
         return _unstructure_attrs(value)
     if isinstance(value, list):

@@ -18,6 +18,28 @@ from pi_sessiond.service.settings_store import SettingsStore
 from .fakes import make_daemon, open_file, session_file
 
 
+@pytest.fixture(autouse=True)
+def recheck_files_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests edit settings files between reads; don't wait for the 0.5 s recheck."""
+    monkeypatch.setattr("pi_sessiond.service.settings_store.RECHECK_SECONDS", 0.0)
+
+
+def test_settings_files_are_rechecked_at_most_every_half_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pi_sessiond.service.settings_store.RECHECK_SECONDS", 0.3)
+    store = SettingsStore()
+    cwd = tmp_path / "proj"
+    write_json(cwd / ".pi" / "settings.json", {"compaction": {"keepRecentTokens": 1000}})
+    assert store.settings(None, str(cwd))["compaction"]["keepRecentTokens"] == 1000
+    write_json(cwd / ".pi" / "settings.json", {"compaction": {"keepRecentTokens": 2222}})
+    assert store.settings(None, str(cwd))["compaction"]["keepRecentTokens"] == 1000  # cached
+    import time
+
+    time.sleep(0.35)
+    assert store.settings(None, str(cwd))["compaction"]["keepRecentTokens"] == 2222
+
+
 def write_json(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data))
