@@ -81,3 +81,20 @@ def test_context_tokens_by_tokenizer(real_session: Path, isolated_agent_dir: Pat
     assert ok_json("context", str(real_session), "--json")["tokens"] == counts["calibrated"]
     (isolated_agent_dir / "settings.json").write_text('{"tokenizer": "nope"}')
     assert cli("context", str(real_session)).returncode == 1
+
+
+def test_stats_json(real_session: Path) -> None:
+    stats = ok_json("stats", str(real_session), "--json")
+    assert stats["contextTokens"] == 180820 and stats["contextWindow"] == 200000
+    assert stats["messageCounts"]["totalMessages"] == 446
+    assert stats["compactions"] == 2
+
+
+def test_call_runs_one_request_on_a_fresh_daemon(real_session: Path) -> None:
+    stats = ok_json("call", "--open", str(real_session), "pi/getStats")
+    assert stats == ok_json("stats", str(real_session), "--json")
+    tokens = ok_json("call", "pi/estimateTokens", '{"text": "hello world"}')
+    assert tokens == {"tokens": 3, "estimator": "pi"}
+    failed = cli("call", "pi/getStats", '{"sessionId": "nope"}')
+    assert failed.returncode == 1 and json.loads(failed.stderr)["data"]["reason"] == "unknownSession"
+    assert cli("call", "pi/getStats", "[1]").returncode == 2

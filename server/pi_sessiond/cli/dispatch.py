@@ -11,18 +11,29 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from pi_sessiond.cli import call as call_command
 from pi_sessiond.cli import compact as compact_command
 from pi_sessiond.cli import context as context_command
 from pi_sessiond.cli import demo as demo_command
 from pi_sessiond.cli import navigate as navigate_command
 from pi_sessiond.cli import serve as serve_command
+from pi_sessiond.cli import stats as stats_command
 from pi_sessiond.cli import tree as tree_command
 from pi_sessiond.cli.common import CliError
 from pi_sessiond.engine import EngineError
 from pi_sessiond.store.errors import StoreError
 from pi_sessiond.summarizers.errors import SummarizerError
 
-_COMMANDS = (serve_command, context_command, tree_command, compact_command, navigate_command, demo_command)
+_COMMANDS = (
+    serve_command,
+    context_command,
+    tree_command,
+    compact_command,
+    navigate_command,
+    stats_command,
+    call_command,
+    demo_command,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
