@@ -7,6 +7,9 @@ discriminated union (content blocks by ``type``, messages by ``role``, entries
 by ``type``) with an unknown discriminator stay plain dicts. Unstructuring
 writes known fields in declaration order, omits ``None`` unless the field is
 ``keep_null``, then appends ``extra`` — so nothing a newer Pi wrote is lost.
+Fields typed ``list[Any]`` or ``dict[str, Any]`` hold raw JSON — Pi's
+messages and entries, settings — and are passed through without a copy:
+never put attrs objects in them (a plain ``Any`` field is still walked).
 """
 
 from __future__ import annotations
@@ -75,6 +78,16 @@ class _FieldSpec:
     hint: Any
     required: bool
     keep_null: bool
+    raw: bool  # raw JSON (list[Any], dict[str, Any]): written as is
+
+
+def _is_raw(hint: Any) -> bool:
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is list:
+        return args[0] is Any
+    if origin is dict:
+        return args[1] is Any
+    return False
 
 
 _SPECS: dict[type[Any], tuple[tuple[_FieldSpec, ...], bool]] = {}
@@ -98,6 +111,7 @@ def _specs(cls: type[Any]) -> tuple[tuple[_FieldSpec, ...], bool]:
                 hint=hints[f.name],
                 required=f.default is attrs.NOTHING,
                 keep_null=bool(f.metadata.get("keep_null")),
+                raw=_is_raw(hints[f.name]),
             )
         )
     _SPECS[cls] = (tuple(specs), has_extra)
@@ -278,7 +292,7 @@ def _unstructure_attrs(value: Any) -> dict[str, Any]:
         v = getattr(value, spec.name)
         if v is None and not spec.keep_null:
             continue
-        out[spec.wire] = _unstructure(v)
+        out[spec.wire] = v if spec.raw else _unstructure(v)
     if has_extra:
         for k, v in value.extra.items():
             out.setdefault(k, _unstructure(v))

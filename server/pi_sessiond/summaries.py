@@ -140,7 +140,9 @@ async def run_job(summarizer: Summarizer, job: _Job, progress: TokensCallback | 
     dropped = 0
     for _ in range(MAX_SHRINKS + 1):
         try:
-            result = await _validated(summarizer, job, job.request(messages), progress)
+            # Serializing a long conversation is CPU work: keep it off the event loop.
+            request = await asyncio.to_thread(job.request, messages)
+            result = await _validated(summarizer, job, request, progress)
         except ContextLengthError:
             cut = max(1, len(messages) // 4)
             if len(messages) <= 1:

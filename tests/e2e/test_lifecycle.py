@@ -153,7 +153,10 @@ async def test_cancel_request_answers_32800_and_ends_the_bar(client: LanguageCli
     future = asyncio.wrap_future(
         client.protocol.send_request("debug/slow", {"steps": 200, "delay": 0.02}, msg_id="slow-1")
     )
-    await asyncio.sleep(0.2)
+    for _ in range(250):  # wait for the bar to begin (a loaded machine may take a while)
+        if client.progress_reports:
+            break
+        await asyncio.sleep(0.02)
     client.protocol.notify("$/cancelRequest", types.CancelParams(id="slow-1"))
     with pytest.raises(JsonRpcRequestCancelled):
         await asyncio.wait_for(future, TIMEOUT)
@@ -165,7 +168,7 @@ async def test_cancel_request_answers_32800_and_ends_the_bar(client: LanguageCli
 
 async def test_work_done_progress_cancel_cancels_the_task(client: LanguageClient) -> None:
     future = asyncio.wrap_future(client.protocol.send_request("debug/slow", {"steps": 200, "delay": 0.02}))
-    for _ in range(100):
+    for _ in range(250):
         if client.progress_reports:
             break
         await asyncio.sleep(0.02)
