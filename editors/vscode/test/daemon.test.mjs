@@ -2,7 +2,8 @@
 // compaction with progress (client- and server-created tokens), cancellation, navigation with a
 // summary, the reviewSummary hook, settings. Needs `$PI_SESSIOND_PYTHON -m pi_sessiond serve`.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { core, makeWorkspace, nextEvent, requireDaemon, rpc, stallingProvider, startDaemon } from "./support.mjs";
 
@@ -92,6 +93,30 @@ describe("the real daemon through vscode-jsonrpc", gate, () => {
     assert.equal(view.contextValue, "entry-summary-leaf");
     const [entry] = await daemon.pi.getEntries(info.sessionId, [result.entry.id]);
     assert.match(core.summaryMarkdown(entry), /^# Compaction `/);
+  });
+
+  test("the real Pi fixture (v1, 1003 lines): open, context as Pi builds it, compact with progress", async (t) => {
+    const fixture = path.resolve(import.meta.dirname, "../../../../shared/fixtures/pi/before-compaction.jsonl");
+    if (!existsSync(fixture)) {
+      if (process.env.CI === "true") throw new Error(`required in CI: ${fixture}`);
+      t.skip(`Pi fixture not found at ${fixture}`);
+      return;
+    }
+    const file = path.join(workspace.sessionsDir, "fixture.jsonl");
+    copyFileSync(fixture, file);
+    const info = await daemon.pi.openSession(file);
+    assert.equal(info.entryCount, 1002);
+    const context = await daemon.pi.getContext(info.sessionId);
+    assert.equal(context.messages.length, 446);
+    assert.equal(context.tokens, 180820);
+    const values = [];
+    const result = await daemon.pi.compact(info.sessionId, undefined, { onProgress: (v) => values.push(v) });
+    assert.equal(values[0].kind, "begin");
+    assert.equal(values.at(-1).kind, "end");
+    assert.equal(result.tokensBefore, 180820);
+    const lines = readFileSync(file, "utf8").trimEnd().split("\n");
+    assert.equal(lines.length, 1004); // migrated to v3 once, plus the compaction
+    assert.equal(JSON.parse(lines.at(-1)).type, "compaction");
   });
 
   test("compact with a server-created token (window/workDoneProgress/create)", async () => {
