@@ -184,8 +184,16 @@ async def _summarize(
         previous_summary=prep.previous_summary,
         instructions=instructions,
         reasoning=reasoning,
-        progress=lambda n: report(f"{n} tokens streamed", None),
+        progress=lambda n: report(f"{n} tokens streamed", streamed_percentage(n)),
     )
+
+
+TYPICAL_SUMMARY_TOKENS = 2000
+
+
+def streamed_percentage(tokens: int) -> int:
+    """A progress percentage for streaming (5..90): summaries are typically ~2k tokens."""
+    return 5 + min(85, tokens * 85 // TYPICAL_SUMMARY_TOKENS)
 
 
 def check_descends(session: Session, leaf_before: str | None) -> None:

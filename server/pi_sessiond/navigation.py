@@ -31,7 +31,7 @@ from pi_sessiond.compaction.branch import collect_entries_for_branch_summary, pr
 from pi_sessiond.compaction.fileops import compute_file_lists, format_file_operations
 from pi_sessiond.compaction.prompts import BRANCH_SUMMARY_PREAMBLE
 from pi_sessiond.compaction.tokens import estimate_context_tokens, estimate_tokens
-from pi_sessiond.engine import ConflictError, Progress, Reviewer
+from pi_sessiond.engine import ConflictError, Progress, Reviewer, streamed_percentage
 from pi_sessiond.store.context import context_from_path
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.layout import now_iso
@@ -87,7 +87,7 @@ async def generate_branch_summary(
     prep = prepare_branch_entries(entries, max(budget, 0))
     if not prep.messages:
         return BranchSummary(summary=NO_CONTENT)
-    on_tokens = (lambda n: progress(f"{n} tokens streamed", None)) if progress else None
+    on_tokens = (lambda n: progress(f"{n} tokens streamed", streamed_percentage(n))) if progress else None
     text = await summarize_branch(
         summarizer,
         messages=prep.messages,

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 import warnings
 from collections.abc import AsyncIterator
 from typing import Any
@@ -27,7 +28,9 @@ from tests.e2e.test_transport import DEBUG_ENV, serve_command
 
 from pi_sessiond.rpc.converter import raw_converter
 
-ENV = {**os.environ, **DEBUG_ENV}
+# Built at import, before tests/conftest.py's autouse fixture runs: give these daemons an
+# empty agent dir of their own so a developer's ~/.pi/agent never leaks in.
+ENV = {**os.environ, **DEBUG_ENV, "PI_CODING_AGENT_DIR": tempfile.mkdtemp(prefix="pi-sessiond-agent-")}
 TIMEOUT = 10.0
 
 
