@@ -398,7 +398,8 @@ async def test_progress_reports_streamed_tokens(path: Path) -> None:
     seen: list[tuple[str, int | None]] = []
     await navigate_tree(Session.open(path), "a1", summarizer=OfflineSummarizer(), summarize=True,
                         progress=lambda message, pct: seen.append((message, pct)))
-    assert seen and all(m.endswith(" tokens streamed") and pct is None for m, pct in seen)
+    assert seen and all(m.endswith(" tokens streamed") and pct is not None and 5 <= pct <= 90 for m, pct in seen)
+    assert [pct for _, pct in seen] == sorted(pct for _, pct in seen)
 
 
 async def test_failed_write_leaves_the_leaf_untouched(tmp_path: Path) -> None:
