@@ -455,11 +455,6 @@ async def test_first_write_to_a_v1_file_rewrites_it_as_v3(daemons: Daemons, tmp_
     assert lines[-1]["id"] == result["ids"][0] and lines[-1]["parentId"] == f"{1002:08x}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PROTOCOL.md -32003 locked: no inter-process write lock exists; a second "
-    "daemon appends to a file another daemon has open and writes from a stale leaf",
-)
 async def test_a_second_daemon_writing_the_same_file_is_locked(daemons: Daemons, tmp_path: Path) -> None:
     path = generated(tmp_path / "s.jsonl", entries=20)
     a = await daemons.start()

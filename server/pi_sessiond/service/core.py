@@ -34,6 +34,7 @@ from pi_sessiond.service.registry import OpenSession, Registry
 from pi_sessiond.service.settings_store import SettingsStore
 from pi_sessiond.settings import summarizer_settings
 from pi_sessiond.store.errors import InvalidEntryError, ReadOnlySessionError, UnknownEntryError
+from pi_sessiond.store.guard import ChangedUnderneathError, LockedError
 from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.base import Summarizer
 from pi_sessiond.summarizers.config import SummarizerSettings
@@ -117,6 +118,10 @@ def translated() -> Iterator[None]:
         yield
     except UnknownEntryError as exc:
         raise UnknownEntry(str(exc), data={"entryId": exc.entry_id}) from exc
+    except LockedError as exc:
+        raise Locked(str(exc)) from exc
+    except ChangedUnderneathError as exc:
+        raise Conflict(str(exc)) from exc
     except ReadOnlySessionError as exc:
         raise Locked(f"the session cannot be written: {exc}") from exc
     except InvalidEntryError as exc:

@@ -103,6 +103,7 @@ class Registry:
     def close(self, key: str) -> OpenSession:
         """Drop ``key`` from memory; raises :class:`UnknownSession`."""
         opened = self.get(key)
+        opened.session.close()  # releases the write lock
         del self._by_key[key]
         if opened.session.path is not None:
             self._by_path.pop(_resolved(opened.session.path), None)

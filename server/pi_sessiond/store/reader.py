@@ -47,6 +47,7 @@ class ReadResult:
     size: int
     ends_with_newline: bool
     header_line: int = 0
+    line_count: int = 0
 
 
 def read_session_file(path: Path) -> ReadResult:
@@ -55,10 +56,14 @@ def read_session_file(path: Path) -> ReadResult:
     return parse_session_bytes(buf)
 
 
-def parse_session_bytes(buf: bytes) -> ReadResult:
-    """Parse a whole session file held in memory."""
-    result = ReadResult(None, [], [], len(buf), buf.endswith(b"\n"))
-    pos, size, line_no = 0, len(buf), 0
+def parse_session_bytes(buf: bytes, *, header: dict[str, Any] | None = None, first_line: int = 1) -> ReadResult:
+    """Parse a whole session file held in memory.
+
+    With ``header`` the bytes are a continuation (lines appended to a file whose
+    header we already have); ``first_line`` numbers their first line.
+    """
+    result = ReadResult(header, [], [], len(buf), buf.endswith(b"\n"))
+    pos, size, line_no = 0, len(buf), first_line - 1
     find, match, add = buf.find, _SKELETON.match, result.entries.append
     while pos < size:
         end = find(b"\n", pos)
@@ -78,6 +83,7 @@ def parse_session_bytes(buf: bytes) -> ReadResult:
         if start < stop:
             _read_line(buf, start, stop, line_no, end == size, result)
         pos = end + 1
+    result.line_count = line_no - first_line + 1
     return result
 
 

@@ -9,10 +9,16 @@ Write rules (PROTOCOL.md "Session data", reference §1.8):
   same write as the next entry; nothing is ever truncated.
 - A file without a session header is read-only: we never overwrite it (Pi
   0.73.1 would replace it with a fresh header; deliberate fix).
+- Other writers (``guard.py``): the first write takes the sidecar ``.lock``
+  (another process writing the same file gets ``LockedError``); lines another
+  program appended meanwhile are folded in before ours, never overwritten.
+- An append changes memory only after its bytes are on disk: a failed write
+  leaves the session as it was.
 """
 
 from __future__ import annotations
 
+from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +26,12 @@ from pi_sessiond.store.context import UNSET, SessionContext, _Unset, build_sessi
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.errors import InvalidEntryError, ReadOnlySessionError, UnknownEntryError
 from pi_sessiond.store.files import append_bytes, atomic_write, gc_paused
+from pi_sessiond.store.guard import ChangedUnderneathError, FileGuard
 from pi_sessiond.store.jsontext import dumps
 from pi_sessiond.store.layout import new_entry_id, new_session_id, now_iso, session_file_name
 from pi_sessiond.store.livecontext import LiveContext
 from pi_sessiond.store.migrate import CURRENT_VERSION, header_version, migrate
-from pi_sessiond.store.reader import Warning, read_session_file
+from pi_sessiond.store.reader import Warning, parse_session_bytes, read_session_file
 from pi_sessiond.store.tree import SessionTree
 
 JsonDict = dict[str, Any]
@@ -41,11 +48,13 @@ class Session:
         self.warnings: list[Warning] = []
         self.fsync = True
         self.read_only_reason: str | None = None
-        self.source_version = CURRENT_VERSION  # the format version the file had on disk
         self._on_disk = False
         self._needs_rewrite = False
         self._needs_newline = False
         self._live = LiveContext(tree)
+        self._guard = FileGuard(path) if path is not None else None
+        self._lines = 0
+        self.source_version = CURRENT_VERSION  # the format version the file had on disk
 
     # ----------------------------------------------------------------- create
     @classmethod
@@ -62,6 +71,9 @@ class Session:
         session._on_disk = result.size > 0
         session._needs_rewrite = migrated
         session._needs_newline = result.size > 0 and not result.ends_with_newline
+        session._lines = result.line_count
+        if session._guard is not None:
+            session._guard.seen()
         if missing_header:
             session.read_only_reason = "the file has no session header; it is opened read-only"
         session.source_version = version
@@ -135,7 +147,8 @@ class Session:
 
     def write_now(self) -> None:
         """Create the file now if the entries warrant it (an assistant message)."""
-        self._persist([])
+        self._before_write()
+        self._persist([], [])
 
     # ----------------------------------------------------------------- write
     def set_leaf(self, entry_id: str | None) -> None:
@@ -151,57 +164,102 @@ class Session:
         for data in new_entries:
             if not isinstance(data.get("type"), str) or data.get("type") == "session":
                 raise InvalidEntryError("an entry needs a string 'type' other than 'session'")
+        self._before_write()
         built: list[Entry] = []
-        lines: list[bytes] = []
+        parent = self.tree.leaf_id
         for data in new_entries:
-            entry = self._build(data)
+            entry = self._build(data, parent, _Taken(self.tree.by_id, built))
             built.append(entry)
+            parent = entry.id
+        self._persist([dumps(entry.data) + b"\n" for entry in built], built)
+        for entry in built:
             self.tree.add(entry)
             self._live.on_append(entry)
-            lines.append(dumps(entry.data) + b"\n")
-        self._persist(lines)
         return built
 
-    def _build(self, data: JsonDict) -> Entry:
+    def close(self) -> None:
+        """Release the write lock (the session may still be read)."""
+        if self._guard is not None:
+            self._guard.release()
+
+    def _build(self, data: JsonDict, parent: str | None, taken: Container[str]) -> Entry:
         kind = str(data["type"])
-        base = {
-            "id": new_entry_id(self.tree.by_id),
-            "parentId": self.tree.leaf_id,
-            "timestamp": now_iso(),
-        }
+        base = {"id": new_entry_id(taken), "parentId": parent, "timestamp": now_iso()}
         rest = {k: v for k, v in data.items() if k not in ("type", "id", "parentId", "timestamp")}
         full = {"type": kind, **rest, **base} if kind in _OWN_FIELDS_FIRST else {"type": kind, **base, **rest}
         return Entry.from_data(full)
 
-    def _persist(self, lines: list[bytes]) -> None:
+    def _before_write(self) -> None:
+        if self._guard is None or self.path is None or not self._on_disk:
+            return  # a session not yet on disk locks when its file is created
+        self._guard.lock()
+        self._fold_in(self._guard.appended_by_others())
+
+    def _fold_in(self, tail: bytes) -> None:
+        """Add the entries another program appended (our leaf stays where it is)."""
+        if not tail:
+            return
+        if self._needs_rewrite:
+            raise ChangedUnderneathError(f"{self.path} (an old-format file) was changed by another program; reopen it")
+        result = parse_session_bytes(tail, header=self.header, first_line=self._lines + 1)
+        leaf = self.tree.leaf_id
+        for entry in result.entries:
+            self.tree.add(entry)
+        self.tree.leaf_id = leaf
+        self.warnings.extend(result.warnings)
+        self._lines += tail.count(b"\n")
+        self._needs_newline = not tail.endswith(b"\n")
+
+    def _persist(self, lines: list[bytes], built: list[Entry]) -> None:
         if self.path is None:
             return
         if not self._on_disk:
-            if not any(e.role == "assistant" for e in self.entries):
+            if not any(e.role == "assistant" for e in (*self.entries, *built)):
                 return
-            self._write_everything()
+            self._write_everything(built)
             return
         if self._needs_rewrite:
-            self._write_everything()
+            self._write_everything(built)
             return
         prefix = b"\n" if self._needs_newline else b""
         append_bytes(self.path, prefix + b"".join(lines), fsync=self.fsync)
         self._needs_newline = False
+        self._lines += len(lines)
+        if self._guard is not None:
+            self._guard.seen()
 
-    def _write_everything(self) -> None:
+    def _write_everything(self, extra: list[Entry]) -> None:
         assert self.path is not None
-        atomic_write(self.path, self.render(), fsync=self.fsync)
+        if self._guard is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._guard.lock()
+        data = self.render(extra)
+        atomic_write(self.path, data, fsync=self.fsync)
         self._on_disk = True
         self._needs_rewrite = False
         self._needs_newline = False
+        self._lines = data.count(b"\n")
+        if self._guard is not None:
+            self._guard.seen()
 
-    def render(self) -> bytes:
-        """The whole file as it should be on disk now."""
+    def render(self, extra: list[Entry] | None = None) -> bytes:
+        """The whole file as it should be on disk now (plus ``extra`` entries)."""
         parts = [dumps(self.header) + b"\n"]
-        for entry in self.entries:
+        for entry in (*self.entries, *(extra or ())):
             raw = entry.raw
             parts.append((raw if raw is not None else dumps(entry.data)) + b"\n")
         return b"".join(parts)
+
+
+class _Taken:
+    """Ids in use: the session's plus those built in the current append."""
+
+    def __init__(self, by_id: Container[str], built: list[Entry]) -> None:
+        self._by_id = by_id
+        self._built = built
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self._by_id or any(e.id == entry_id for e in self._built)
 
 
 def _placeholder_header() -> JsonDict:

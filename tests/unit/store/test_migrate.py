@@ -50,6 +50,7 @@ def test_loading_never_rewrites_and_first_write_rewrites_once_atomically(
     assert list(first)[-2:] == ["id", "parentId"]
     assert json.loads(lines[-1])["parentId"] == f"{1002:08x}"
     assert not list(tmp_path.glob(".*tmp"))
+    session.close()  # release the write lock before another writer opens the file
     again = Session.open(path)
     assert again.source_version == 3
     assert [e.id for e in again.entries][:1002] == [e.id for e in session.entries][:1002]
