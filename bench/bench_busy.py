@@ -26,10 +26,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
-from bench_rpc import Client  # noqa: E402
-
-from pi_sessiond.examples.generator import write_stream  # noqa: E402
 from tests.loopback_provider import Fault, LoopbackProvider  # noqa: E402
+
+from bench_rpc import Client  # noqa: E402
+from pi_sessiond.examples.generator import write_stream  # noqa: E402
 
 SESSIONS = 8
 
@@ -58,10 +58,11 @@ async def run(args: argparse.Namespace, workdir: Path, base_url: str) -> dict[st
                                "apiKeyEnv": "LOOPBACK_KEY"},
                 "compaction": {"keepRecentTokens": 2000}, "daemon": {"maxConcurrentSummaries": SESSIONS}}
     env = {**os.environ, "LOOPBACK_KEY": "bench-key", "PI_CODING_AGENT_DIR": str(workdir / "agent")}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "pi_sessiond", "serve", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=open(os.environ.get("BENCH_STDERR", os.devnull), "wb"), env=env, cwd=REPO,
-    )
+    with open(os.environ.get("BENCH_STDERR", os.devnull), "wb") as daemon_log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "pi_sessiond", "serve", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=daemon_log, env=env, cwd=REPO,
+        )
     client = Client(proc)
     try:
         await client.call(0, "initialize", {"capabilities": {}, "initializationOptions": {"settings": settings}})
@@ -96,7 +97,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, LoopbackProvider() as provider:
         provider.set_default(Fault("ok", chunk_delay=args.chunk_delay))
         out = asyncio.run(run(args, Path(tmp), provider.base_url))
-    print(f"$ python bench/bench_busy.py --entries {args.entries} --reads {args.reads} --chunk-delay {args.chunk_delay}")
+    flags = f"--entries {args.entries} --reads {args.reads} --chunk-delay {args.chunk_delay}"
+    print(f"$ python bench/bench_busy.py {flags}")
     print("| state | getContext p50 ms | p99 ms | max ms |")
     print("|---|---:|---:|---:|")
     for state in ("idle", "busy"):
