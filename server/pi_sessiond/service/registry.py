@@ -12,6 +12,8 @@ Invariants:
 from __future__ import annotations
 
 import os
+import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -71,13 +73,24 @@ class Registry:
         return opened
 
     def open_path(self, path: Path) -> OpenSession:
-        """Open ``path`` (or return it if it is open); an unreadable file is :class:`InvalidParams`."""
+        """Open ``path`` (or return it if it is open); an unreadable file is :class:`InvalidParams`.
+
+        A symlink is opened at its target, so writes (the atomic v3 rewrite
+        included) go to the real file and the link stays a link. Only regular
+        files are opened (a FIFO or device would block or never end).
+        """
         resolved = _resolved(path)
         key = self._by_path.get(resolved)
         if key is not None and key in self._by_key:
             return self._by_key[key]
         try:
-            session = Session.open(path)
+            mode = resolved.stat().st_mode
+        except OSError as exc:
+            raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
+        if not stat.S_ISREG(mode):
+            raise InvalidParams(f"path: {str(path)!r} is not a regular file")
+        try:
+            session = Session.open(resolved)
         except OSError as exc:
             raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
         return self.add(session)
@@ -87,6 +100,7 @@ class Registry:
         found = self._by_key.get(session_id)
         if found is not None:
             return found
+        check_session_id(session_id)  # it becomes part of a file pattern below
         for directory in self._search_dirs():
             for candidate in sorted(directory.glob(f"*_{session_id}.jsonl")):
                 return self.open_path(candidate)
@@ -96,6 +110,8 @@ class Registry:
         self, cwd: str, *, session_id: str | None = None, parent_session: str | None = None
     ) -> OpenSession:
         """A new session; its file (in the sessions directory) appears with the first assistant message."""
+        if session_id is not None:
+            check_session_id(session_id)  # it becomes part of the file name
         directory = self.directory_for(cwd)
         session = Session.create(cwd, directory, session_id=session_id, parent_session=parent_session)
         return self.add(session)
@@ -133,6 +149,17 @@ class Registry:
         if self.sessions_dir is not None:
             return [self.sessions_dir]
         return self._list_dirs(None)
+
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$")
+
+
+def check_session_id(session_id: str) -> None:
+    """Pi's id rule (letters, digits, ``.``, ``_``, ``-``; no separators, no ``..`` escapes)."""
+    if not _SESSION_ID.match(session_id) or ".." in session_id:
+        raise InvalidParams(
+            f"sessionId: {session_id!r} is not a valid session id (letters, digits, '.', '_', '-'; at most 128)"
+        )
 
 
 def _resolved(path: Path) -> Path:
