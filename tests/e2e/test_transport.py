@@ -413,3 +413,20 @@ def test_nothing_but_protocol_on_stdout_and_logs_on_stderr(raw: Raw) -> None:
     raw.close_stdin()
     assert raw.wait() == 0
     assert "Traceback" not in raw.log()
+
+
+def test_requests_in_flight_are_bounded_with_a_clear_busy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PI_SESSIOND_MAX_IN_FLIGHT", "3")
+    server = Raw()
+    try:
+        for i in range(3):
+            server.send(req(f"slow-{i}", "debug/slow", {"steps": 20, "delay": 0.05}))
+        server.send(req("extra", "debug/slow", {"steps": 1, "delay": 0.01}))
+        reply = server.recv()
+        assert reply["id"] == "extra" and reply["error"]["code"] == -32007
+        assert reply["error"]["data"]["reason"] == "busy"
+        done = {server.recv(timeout=20)["id"] for _ in range(3)}
+        assert done == {"slow-0", "slow-1", "slow-2"}
+        server.ping()  # the queue drained: served again
+    finally:
+        server.stop()

@@ -24,6 +24,7 @@ import asyncio
 import contextvars
 import inspect
 import logging
+import os
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -63,6 +64,17 @@ class MessageSink(Protocol):
 
 def _valid_id(value: Any) -> bool:
     return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+DEFAULT_MAX_IN_FLIGHT = 4096
+
+
+def max_in_flight() -> int:
+    """Requests that may run at once (``PI_SESSIOND_MAX_IN_FLIGHT`` overrides, for tests)."""
+    try:
+        return max(1, int(os.environ.get("PI_SESSIOND_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT)))
+    except ValueError:
+        return DEFAULT_MAX_IN_FLIGHT
 
 
 def error_reply(msg_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -138,6 +150,7 @@ class PiProtocol(LanguageServerProtocol):
         self.experimental_capabilities: Callable[[], dict[str, Any]] | None = None
         self._batches: dict[Any, _Batch] = {}
         self._plain_handlers: dict[Any, bool] = {}
+        self.max_in_flight = max_in_flight()
 
     # ----------------------------------------------------------------- input
 
@@ -230,6 +243,11 @@ class PiProtocol(LanguageServerProtocol):
         ctx = contextvars.copy_context()
         if method is not None:
             if hasattr(message, "id"):
+                if len(self._request_futures) >= self.max_in_flight:
+                    # A bounded queue: a clear ``busy`` instead of unbounded memory.
+                    reason = {"reason": "busy", "inFlight": len(self._request_futures)}
+                    self._emit(error_reply(message.id, codes.BUSY, "Too many requests in flight", reason))
+                    return
                 ctx.run(self._handle_request, message.id, method, message.params)
             else:
                 ctx.run(self._handle_notification, method, message.params)
