@@ -138,7 +138,10 @@ class PiServer(LanguageServer):
         msg_id = f"pi-{next(self._ids)}"
         future = self.protocol.send_request(method, params, msg_id=msg_id)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
+            # lands just as the answer arrives, and a cancelled request must stay cancelled.
+            async with asyncio.timeout(timeout):
+                return await asyncio.wrap_future(future)
         finally:
             self.protocol._request_futures.pop(msg_id, None)
             self.protocol._result_types.pop(msg_id, None)

@@ -104,16 +104,25 @@ class LspProgress:
             self._progress.report(self.token, value)
 
     @property
+    def cancel_requested(self) -> bool:
+        """Whether the client pressed cancel on this bar."""
+        return self._cancel_future.cancelled()
+
+    @property
     def ended(self) -> bool:
         return self._ended
 
     def end(self, message: str) -> None:
         if self._ended:
             return
+        self.discard()
+        self._progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+
+    def discard(self) -> None:
+        """Forget the token without sending anything (the bar never began)."""
         self._ended = True
         if self._progress.tokens.get(self.token) is self._cancel_future:
             del self._progress.tokens[self.token]
-        self._progress.end(self.token, types.WorkDoneProgressEnd(message=message))
 
 
 class LspProgressFactory:
@@ -126,19 +135,32 @@ class LspProgressFactory:
 
     async def begin(self, title: str, token: int | str | None) -> Progress:
         if token is None:
-            token = await self._create_token()
-            if token is None:
+            if not self._server.supports_work_done_progress():
                 return NoProgress()
-        bar = LspProgress(self._server, token, asyncio.current_task())
-        self._bars = [b for b in self._bars if not b.ended]  # a long-lived factory (auto-compaction) stays small
-        self._bars.append(bar)
+            token = self._server.new_token()
+            # Registered before the create request: a client may press cancel as soon
+            # as it has seen the token, before it answered the create.
+            bar = self._bar(token)
+            if not await self._create(token):
+                bar.discard()
+                return NoProgress()
+            if bar.cancel_requested:
+                # Python 3.11's wait_for can swallow a cancel that lands just as the
+                # create answer arrives: honour the client's cancel here.
+                bar.discard()
+                raise asyncio.CancelledError()
+        else:
+            bar = self._bar(token)
         bar.begin(title)
         return bar
 
-    async def _create_token(self) -> str | None:
-        if not self._server.supports_work_done_progress():
-            return None
-        token = self._server.new_token()
+    def _bar(self, token: int | str) -> LspProgress:
+        bar = LspProgress(self._server, token, asyncio.current_task())
+        self._bars = [b for b in self._bars if not b.ended]  # a long-lived factory (auto-compaction) stays small
+        self._bars.append(bar)
+        return bar
+
+    async def _create(self, token: str) -> bool:
         try:
             await self._server.request(
                 types.WINDOW_WORK_DONE_PROGRESS_CREATE,
@@ -147,8 +169,8 @@ class LspProgressFactory:
             )
         except (TimeoutError, JsonRpcException) as exc:
             logger.warning("the client did not create a progress token (%s); no progress shown", exc)
-            return None
-        return token
+            return False
+        return True
 
     def close(self, message: str = "cancelled") -> None:
         """End every bar still open (the request failed or was cancelled before its ``end``)."""
