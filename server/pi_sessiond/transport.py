@@ -281,7 +281,8 @@ class _BlockingWriter:
         return None
 
     def close(self) -> None:
-        os.close(self._fd)
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
 
     async def wait_closed(self) -> None:
         return None
@@ -313,10 +314,10 @@ def _feed_file(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd
 
 
 async def _stdout_sink(loop: asyncio.AbstractEventLoop, fd: int) -> StreamSink:
-    pipe = os.fdopen(fd, "wb", buffering=0)
+    pipe = os.fdopen(fd, "wb", buffering=0, closefd=False)  # the fd outlives this wrapper
     try:
         transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
-    except ValueError:
+    except ValueError:  # not a pipe, socket or tty (e.g. a regular file): plain blocking writes
         return StreamSink(_BlockingWriter(fd))  # type: ignore[arg-type]
     return StreamSink(asyncio.StreamWriter(transport, protocol, None, loop))
 

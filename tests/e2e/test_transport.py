@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -430,3 +431,15 @@ def test_requests_in_flight_are_bounded_with_a_clear_busy(monkeypatch: pytest.Mo
         server.ping()  # the queue drained: served again
     finally:
         server.stop()
+
+
+def test_stdout_redirected_to_a_regular_file_still_gets_every_reply(tmp_path: Path) -> None:
+    out = tmp_path / "out.bin"
+    exit_ = {"jsonrpc": "2.0", "method": "exit"}
+    data = frame(req(1, "debug/echo", {"a": 1})) + frame(req(2, "shutdown")) + frame(exit_)
+    with open(out, "wb") as fh:
+        done = subprocess.run(serve_command(), input=data, stdout=fh, stderr=subprocess.PIPE, timeout=30,
+                              env={**os.environ, **DEBUG_ENV})
+    assert done.returncode == 0, done.stderr
+    text = out.read_bytes()
+    assert b'"id":1,"result":{"a":1}' in text and b'"id":2,"result":null' in text

@@ -376,7 +376,11 @@ class PiProtocol(LanguageServerProtocol):
         self._emit(error_reply(msg_id, error.code, error.message, error.data))
 
     def _check_handler_result(self, future: Future[Any]) -> None:
-        if not future.cancelled() and (exc := future.exception()) is not None:
+        if future.cancelled() or (exc := future.exception()) is None:
+            return
+        if isinstance(exc, JsonRpcException):  # a client's bad notification: one line, no traceback
+            logger.warning("a notification was refused: %s", exc.message)
+        else:
             logger.error("a notification handler failed", exc_info=exc)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:

@@ -4,7 +4,8 @@
 - ``fsync`` after each append unless the caller chose otherwise.
 - A full rewrite goes to a temporary file in the same directory, is fsynced,
   then renamed over the original (and the directory fsynced), so a crash
-  leaves either the old file or the new one, never a mix.
+  leaves either the old file or the new one, never a mix; a temp file left by
+  a crash is reused (and removed) by the next rewrite.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ def append_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
 def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically (temp file, fsync, rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # A fixed name: the caller holds the session's write lock, so one writer at a
+    # time; a temp file left by a writer killed mid-rewrite is simply overwritten.
+    tmp = temp_path(path)
     try:
         with open(tmp, "wb") as fh:
             fh.write(data)
@@ -48,6 +51,18 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
             tmp.unlink()
     if fsync:
         _fsync_dir(path.parent)
+
+
+def temp_path(path: Path) -> Path:
+    """Where :func:`atomic_write` stages a rewrite of ``path``."""
+    return path.with_name(f".{path.name}.tmp")
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Delete rewrite temp files of ``path`` left by a killed writer (call under the write lock)."""
+    for stale in (temp_path(path), *path.parent.glob(f".{path.name}.*.tmp")):
+        with contextlib.suppress(OSError):
+            stale.unlink()
 
 
 def _fsync_dir(directory: Path) -> None:

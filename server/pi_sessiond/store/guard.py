@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from pi_sessiond.store.errors import StoreError
+from pi_sessiond.store.files import remove_stale_temps
 
 
 class LockedError(StoreError):
@@ -64,6 +65,7 @@ class FileGuard:
             handle.close()
             raise LockedError(f"{self.path} is being written by another process (lock {lock_path.name})") from None
         self._lock = handle
+        remove_stale_temps(self.path)  # only the lock holder may; a killed rewrite leaves one
 
     def release(self) -> None:
         """Drop the write lock."""
