@@ -30,6 +30,7 @@ import attrs
 
 from pi_protocol import Usage
 from pi_sessiond.compaction.prompts import SPLIT_TURN_SEPARATOR
+from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.offline_extract import Extraction, extract, message_text, trim_block
 
@@ -102,10 +103,27 @@ def build_summary(request: SummaryRequest, *, progress: ProgressCallback | None 
         sections = _turn_prefix_sections(request.messages, found)
     else:
         sections = _history_sections(found, request, focus)
-    budget = request.max_tokens * CHARS_PER_TOKEN if request.max_tokens > 0 else None
-    if budget is not None:
+    budget = _budget_tokens(request) * CHARS_PER_TOKEN
+    if budget > 0:
         _fit(sections, budget, focus)
     return _render(sections, progress)
+
+
+MIN_BUDGET_TOKENS = 600
+
+
+def _budget_tokens(request: SummaryRequest) -> int:
+    """``max_tokens``, but never more than what is summarized (a summary must not outgrow it).
+
+    A model is told the cap and writes less on its own; this summarizer has no
+    such judgement, so it also stays within the size of its input (plus the
+    previous summary it carries), with a small floor for the headings.
+    """
+    source = sum(estimate_tokens(m) for m in request.messages)
+    if request.previous_summary:
+        source += len(request.previous_summary) // CHARS_PER_TOKEN
+    limit = max(source, MIN_BUDGET_TOKENS)
+    return min(request.max_tokens, limit) if request.max_tokens > 0 else limit
 
 
 def _focus_words(instructions: str | None) -> frozenset[str]:
