@@ -17,7 +17,8 @@ with a plain line-by-line JSON parse:
 
 * the file loads; every acknowledged entry is there with the same id and content;
 * every line is a whole JSON object, except a torn last line (reported by the
-  loader as a warning) and the torn tails we injected ourselves;
+  loader as a warning), the torn tails we injected ourselves, and torn tails a
+  kill left (a short write), which later writes close with a newline;
 * ids are unique and every ``parentId`` names an earlier entry;
 * the file never shrinks: the bytes seen after the previous kill are a prefix
   (a torn tail is repaired by appending ``\\n``, never by truncating);
@@ -296,8 +297,12 @@ def check_file(file: Tracked, v1_migrated: dict[str, str], stats: Stats, where: 
     if file.original is not None:
         _check_v1_rewrite(parsed, v1_migrated, where, out)
     _check_torn_tails(file, data, stats, where, out)
-    if parsed.torn_tail and len(data) - len(parsed.torn_tail) not in file.injected:
+    offset = len(data) - len(parsed.torn_tail)
+    if parsed.torn_tail and offset not in file.injected:
+        # A kill inside a write (a short write of a multi-line append): from now on it
+        # is a torn tail like an injected one — closed by a newline, never truncated.
         stats.torn_natural += 1
+        file.injected[offset] = len(parsed.torn_tail)
     _check_loader(file, data, parsed, where, out)
     for entry_id, (strip, want) in file.acked.items():
         entry = parsed.entries.get(entry_id)

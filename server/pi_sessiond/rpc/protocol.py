@@ -397,6 +397,19 @@ class PiProtocol(LanguageServerProtocol):
             result.capabilities.experimental = self.experimental_capabilities()
         return result
 
+    @lsp_method(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def lsp_work_done_progress_cancel(self, params: Any) -> None:
+        """Cancel the bar's task; a token that is not a string or integer is refused with one log line."""
+        token = getattr(params, "token", None)
+        if not isinstance(token, str | int) or isinstance(token, bool):
+            logger.warning("window/workDoneProgress/cancel: the token must be a string or an integer")
+            return
+        future = self.progress.tokens.get(token)
+        if future is None:
+            logger.info("window/workDoneProgress/cancel for an unknown token %r", token)
+        else:
+            future.cancel()
+
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> None:  # type: ignore[override]  # a plain handler, not pygls' generator
         """Record the exit code; the transport stops reading and the process exits with it."""
