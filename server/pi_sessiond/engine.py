@@ -40,7 +40,7 @@ from pi_sessiond.summaries import SummaryText, SummaryValidationError, summarize
 from pi_sessiond.summarizers.base import Summarizer
 
 JsonDict = dict[str, Any]
-MIN_SIZE_FLOOR = 1024  # tokens: a structured summary of a tiny range may exceed the range itself
+MIN_SIZE_FLOOR = 2048  # tokens: a structured summary (two, for a split turn) of a tiny range may exceed it
 
 
 class EngineError(Exception):
@@ -240,8 +240,14 @@ def _file_block(prep: CompactionPreparation) -> str:
 
 
 def oversized(text: str, prep: CompactionPreparation) -> str:
-    """Why ``text`` is too large for what it replaces, or ``""``."""
+    """Why ``text`` is too large for what it replaces, or ``""``.
+
+    A repeated compaction replaces the previous summary too (it leaves the
+    context), so that counts as replaced.
+    """
     replaced = sum(estimate_tokens(m) for m in (*prep.messages_to_summarize, *prep.turn_prefix_messages))
+    if prep.previous_summary:
+        replaced += estimate_tokens({"role": "compactionSummary", "summary": prep.previous_summary})
     size = estimate_tokens({"role": "compactionSummary", "summary": text})
     if size > max(replaced, MIN_SIZE_FLOOR):
         return f"the summary ({size} tokens) is larger than the {replaced} tokens it would replace"
