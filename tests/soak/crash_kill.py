@@ -169,8 +169,9 @@ OPS = ((op_append, 6), (op_compact, 2), (op_navigate, 2))
 # --------------------------------------------------------------------------- one cycle
 
 
-def start_daemon(workdir: Path) -> tuple[RpcClient, subprocess.Popen[bytes]]:
-    env = {**os.environ, "PI_CODING_AGENT_DIR": str(workdir / "agent")}
+def start_daemon(workdir: Path, env: dict[str, str] | None = None) -> tuple[RpcClient, subprocess.Popen[bytes]]:
+    """A daemon on stdio over ``workdir`` (``env`` adds variables, e.g. armed failpoints)."""
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(workdir / "agent"), **(env or {})}
     with open(workdir / "daemon.log", "ab") as log:
         cmd = [sys.executable, "-m", "pi_sessiond", "serve"]
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env)
@@ -229,11 +230,31 @@ def _killer(proc: subprocess.Popen[bytes], file: Tracked, rng: random.Random) ->
 
 
 def kill_when_temp_appears(proc: subprocess.Popen[bytes], path: Path, timeout: float = 1.0) -> None:
-    """SIGKILL ``proc`` as soon as a ``.<name>.*.tmp`` of ``path`` exists (or after ``timeout``)."""
+    """SIGKILL ``proc`` as soon as a ``.<name>.*.tmp`` of ``path`` exists (or after ``timeout``).
+
+    A random kill point for the soak; a test that needs the kill to land inside the
+    rewrite arms the ``rewrite.before-rename`` failpoint instead (:func:`kill_at_failpoint`).
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not any(path.parent.glob(f".{path.name}*.tmp")):
         pass
     proc.kill()
+
+
+def kill_at_failpoint(proc: subprocess.Popen[bytes], marker: Path, timeout: float = 120.0) -> str:
+    """Wait until the daemon's armed failpoint wrote ``marker``, then SIGKILL it; the point's name.
+
+    Raises ``TimeoutError`` (after killing) when the point is not reached in ``timeout`` seconds
+    or the daemon exits first.
+    """
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise TimeoutError(f"the failpoint was not reached (daemon exit code {proc.poll()})")
+        time.sleep(0.01)
+    proc.kill()
+    return marker.read_text()
 
 
 def _run_op(op: Any, client: RpcClient, rng: random.Random, file: Tracked, stats: Stats) -> None:

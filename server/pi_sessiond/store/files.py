@@ -16,6 +16,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from pi_sessiond.store import failpoints
+
 
 def append_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
     """Append ``data`` with a single write; create the file if needed."""
@@ -45,6 +47,7 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
                 os.fsync(fh.fileno())
         with contextlib.suppress(FileNotFoundError):
             os.chmod(tmp, os.stat(path).st_mode & 0o777)
+        failpoints.reached(failpoints.REWRITE_BEFORE_RENAME)
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
