@@ -240,7 +240,7 @@ export interface SessionWarning {
 }
 
 export interface ContextResult {
-  messages: unknown[];
+  messages: Record<string, unknown>[];
   thinkingLevel?: unknown;
   model?: Record<string, unknown> | null;
   tokens?: number;
@@ -248,15 +248,15 @@ export interface ContextResult {
 
 export interface TreeDump {
   leafId?: string | null;
-  entries?: unknown[];
+  entries?: Record<string, unknown>[];
 }
 
 export interface CompactionPreview {
   firstKeptEntryId: string;
   isSplitTurn: boolean;
   tokensBefore: number;
-  messagesToSummarize?: unknown[];
-  turnPrefixMessages?: unknown[];
+  messagesToSummarize?: Record<string, unknown>[];
+  turnPrefixMessages?: Record<string, unknown>[];
   previousSummary?: string | null;
   readFiles?: string[];
   modifiedFiles?: string[];
@@ -267,14 +267,14 @@ export interface CompactionPreview {
 }
 
 export interface CompactResult {
-  entry: unknown;
+  entry: Record<string, unknown>;
   tokensBefore: number;
   tokensAfter: number;
 }
 
 export interface NavigateResult {
   leafId?: string | null;
-  entry?: unknown;
+  entry?: Record<string, unknown> | null;
   editorText?: string | null;
   cancelled?: boolean;
 }
@@ -440,7 +440,7 @@ export interface TreeResult {
 }
 
 export interface EntriesResult {
-  entries?: unknown[];
+  entries?: Record<string, unknown>[];
 }
 
 export interface IdResult {
@@ -486,13 +486,13 @@ export interface CompactionEnded {
   sessionId: string;
   reason: "manual" | "threshold" | "overflow";
   willRetry?: boolean;
-  entry?: unknown;
+  entry?: Record<string, unknown> | null;
   error?: string | null;
 }
 
 export interface Compacted {
   sessionId: string;
-  entry: unknown;
+  entry: Record<string, unknown>;
   reason: "manual" | "threshold" | "overflow";
 }
 
@@ -500,7 +500,7 @@ export interface TreeNavigated {
   sessionId: string;
   oldLeafId?: string | null;
   leafId?: string | null;
-  entry?: unknown;
+  entry?: Record<string, unknown> | null;
 }
 
 export interface SessionChanged {
@@ -539,7 +539,7 @@ export interface BeforeTreeParams {
   targetId: string;
   oldLeafId?: string | null;
   commonAncestorId?: string | null;
-  entriesToSummarize?: unknown[];
+  entriesToSummarize?: Record<string, unknown>[];
   userWantsSummary?: boolean;
   customInstructions?: string | null;
   replaceInstructions?: boolean;
