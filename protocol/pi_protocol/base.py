@@ -5,6 +5,13 @@ them to camelCase. A field may carry ``wire`` metadata to override the name.
 Classes that model Pi's open JSON objects end with an ``extra`` field: unknown
 keys land there and are written back after the known ones, so data from newer
 Pi versions survives a load/save round trip.
+
+Pi's entries and messages cross the wire as the JSON objects the store holds
+(structuring each one into attrs classes would only cost time on the hot path,
+and the bytes on the wire must not change): fields that carry them are typed
+``Annotated[JsonDict, Raw(SessionEntry)]`` (see ``entries.RawEntry``,
+``messages.RawMessage``). Python and the converter see a plain dict passed
+through unchanged; the generated TypeScript sees the union named in ``Raw``.
 """
 
 from __future__ import annotations
@@ -15,6 +22,14 @@ from typing import Any
 import attrs
 
 JsonDict = dict[str, Any]
+
+
+@attrs.frozen
+class Raw:
+    """``Annotated`` marker: raw JSON that has the shape of the wire type ``of`` (passed through, never copied)."""
+
+    of: Any
+    name: str
 
 _CAMEL = re.compile(r"_([a-z0-9])")
 

@@ -1,17 +1,18 @@
 """What a compaction would do: the preparation as it crosses the wire.
 
 ``pi-sessiond compact --dry-run --json`` prints :class:`CompactionPreview`;
-``pi/beforeCompact`` will carry the same fields. Messages are Pi's JSON
-objects, passed through unchanged.
+``pi/beforeCompact`` carries the same fields. Messages and entries are Pi's
+JSON objects, passed through unchanged (:data:`~pi_protocol.messages.RawMessage`,
+:data:`~pi_protocol.entries.RawEntry`).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
 from pi_protocol.base import keep_null
+from pi_protocol.entries import RawEntry
+from pi_protocol.messages import RawMessage
 
 
 @attrs.define(kw_only=True)
@@ -21,8 +22,8 @@ class CompactionPreview:
     first_kept_entry_id: str
     is_split_turn: bool
     tokens_before: int
-    messages_to_summarize: list[Any] = attrs.field(factory=list)
-    turn_prefix_messages: list[Any] = attrs.field(factory=list)
+    messages_to_summarize: list[RawMessage] = attrs.field(factory=list)
+    turn_prefix_messages: list[RawMessage] = attrs.field(factory=list)
     previous_summary: str | None = keep_null(default=None)
     read_files: list[str] = attrs.field(factory=list)
     modified_files: list[str] = attrs.field(factory=list)
@@ -36,7 +37,7 @@ class CompactionPreview:
 class CompactResult:
     """``pi/compact``: the entry written and the context size before and after."""
 
-    entry: Any
+    entry: RawEntry
     tokens_before: int
     tokens_after: int
 
@@ -46,6 +47,6 @@ class NavigateResult:
     """``pi/navigateTree``: the new leaf, the summary entry written (if any), the editor text."""
 
     leaf_id: str | None = keep_null(default=None)
-    entry: Any = None
+    entry: RawEntry | None = None
     editor_text: str | None = None
     cancelled: bool = False

@@ -7,9 +7,10 @@ discriminated union (content blocks by ``type``, messages by ``role``, entries
 by ``type``) with an unknown discriminator stay plain dicts. Unstructuring
 writes known fields in declaration order, omits ``None`` unless the field is
 ``keep_null``, then appends ``extra`` — so nothing a newer Pi wrote is lost.
-Fields typed ``list[Any]`` or ``dict[str, Any]`` hold raw JSON — Pi's
-messages and entries, settings — and are passed through without a copy:
-never put attrs objects in them (a plain ``Any`` field is still walked).
+Fields typed ``list[Any]``, ``dict[str, Any]``, a :class:`~pi_protocol.base.Raw`
+alias (``RawEntry``, ``RawMessage``, ``RawHeader``) or a list of one hold raw
+JSON — Pi's messages and entries, settings — and are passed through without a
+copy: never put attrs objects in them (a plain ``Any`` field is still walked).
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ import functools
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
 import attrs
 import cattrs
 
-from pi_protocol.base import camel
+from pi_protocol.base import Raw, camel
 from pi_protocol.content import CONTENT_TYPES
 from pi_protocol.entries import ENTRY_TYPES
 from pi_protocol.messages import MESSAGE_ROLES
@@ -82,9 +83,12 @@ class _FieldSpec:
 
 
 def _is_raw(hint: Any) -> bool:
+    """Raw JSON: ``list[Any]``, ``dict[str, Any]``, a :class:`Raw` alias or a list of one (hint with extras)."""
     origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        return any(isinstance(m, Raw) for m in hint.__metadata__) or _is_raw(args[0])
     if origin is list:
-        return args[0] is Any
+        return args[0] is Any or (get_origin(args[0]) is Annotated and _is_raw(args[0]))
     if origin is dict:
         return args[1] is Any
     return False
@@ -98,6 +102,7 @@ def _specs(cls: type[Any]) -> tuple[tuple[_FieldSpec, ...], bool]:
     if cached is not None:
         return cached
     hints = typing.get_type_hints(cls)
+    marked = typing.get_type_hints(cls, include_extras=True)
     specs: list[_FieldSpec] = []
     has_extra = False
     for f in attrs.fields(cls):
@@ -111,7 +116,7 @@ def _specs(cls: type[Any]) -> tuple[tuple[_FieldSpec, ...], bool]:
                 hint=hints[f.name],
                 required=f.default is attrs.NOTHING,
                 keep_null=bool(f.metadata.get("keep_null")),
-                raw=_is_raw(hints[f.name]),
+                raw=_is_raw(marked[f.name]),
             )
         )
     _SPECS[cls] = (tuple(specs), has_extra)

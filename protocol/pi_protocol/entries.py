@@ -8,11 +8,11 @@ stay plain dicts.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import attrs
 
-from pi_protocol.base import JsonDict, extra_field, keep_null
+from pi_protocol.base import JsonDict, Raw, extra_field, keep_null
 from pi_protocol.content import ImageContent, TextContent
 from pi_protocol.messages import Message, Usage
 
@@ -155,6 +155,12 @@ SessionEntry = (
     | LabelEntry
     | SessionInfoEntry
 )
+
+RawEntry = Annotated[JsonDict, Raw(SessionEntry, "SessionEntry")]
+"""A session entry as the JSON object the store holds (any type, unknown ones included)."""
+
+RawHeader = Annotated[JsonDict, Raw(SessionHeader, "SessionHeader")]
+"""A session header as the JSON object the file holds."""
 
 ENTRY_TYPES: dict[str, type[Any]] = {
     "message": MessageEntry,

@@ -7,11 +7,11 @@ Messages of an unknown role stay plain dicts.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import attrs
 
-from pi_protocol.base import JsonDict, extra_field
+from pi_protocol.base import JsonDict, Raw, extra_field
 from pi_protocol.content import ContentBlock
 
 
@@ -126,6 +126,9 @@ Message = (
     | BranchSummaryMessage
     | CompactionSummaryMessage
 )
+
+RawMessage = Annotated[JsonDict, Raw(Message, "Message")]
+"""An LLM message as the JSON object context building returns (any role, unknown ones included)."""
 
 MESSAGE_ROLES: dict[str, type[Any]] = {
     "user": UserMessage,

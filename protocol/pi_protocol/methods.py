@@ -1,8 +1,65 @@
-"""Method and notification names (PROTOCOL.md). Other tools rely on these strings."""
+"""The method table: every ``pi/*`` request, notification and hook of PROTOCOL.md, declared once.
+
+The name constants are what other tools rely on. :data:`METHODS` says, per
+client -> daemon request, its params and result classes, whether it takes a
+``workDoneToken`` (progress and cancel button), which ``data.reason`` values
+of PROTOCOL.md "Errors" it may answer besides the ones every request may
+(``invalidParams``, and ``busy`` / ``tooLarge`` from the JSON-RPC layer), the
+service method that answers it and a one-line doc. The daemon registers its
+handlers from this table; ``scripts/gen_protocol.py`` generates the
+TypeScript types, the Neovim plugin's ``protocol.lua``, ``docs/protocol.md``
+and the wire fuzzer's method list from it. Adding a method is a row here, one
+service method and its tests.
+"""
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
+
+import attrs
+
+from pi_protocol.compaction import CompactResult, NavigateResult
+from pi_protocol.params import (
+    AppendParams,
+    CompactParams,
+    CreateSessionParams,
+    EstimateTokensParams,
+    ForkParams,
+    GetContextParams,
+    GetEntriesParams,
+    GetSettingsParams,
+    GetTreeParams,
+    ListSessionsParams,
+    NavigateTreeParams,
+    OpenSessionParams,
+    ReportOverflowParams,
+    SessionParams,
+    SetLabelParams,
+    UpdateSettingsParams,
+)
+from pi_protocol.results import (
+    AppendResult,
+    BeforeCompactAnswer,
+    BeforeCompactParams,
+    BeforeTreeAnswer,
+    BeforeTreeParams,
+    Compacted,
+    CompactionEnded,
+    CompactionStarted,
+    EntriesResult,
+    EstimateTokensResult,
+    IdResult,
+    ListSessionsResult,
+    ReviewSummaryAnswer,
+    ReviewSummaryParams,
+    SessionChanged,
+    SessionInfo,
+    SettingsResult,
+    StatsResult,
+    TreeNavigated,
+    TreeResult,
+)
+from pi_protocol.session import ContextResult
 
 CREATE_SESSION: Final = "pi/createSession"
 OPEN_SESSION: Final = "pi/openSession"
@@ -34,3 +91,114 @@ BEFORE_COMPACT: Final = "pi/beforeCompact"
 BEFORE_TREE: Final = "pi/beforeTree"
 REVIEW_SUMMARY: Final = "pi/reviewSummary"
 HOOK_NAMES: Final = ("beforeCompact", "beforeTree", "reviewSummary")
+
+
+@attrs.frozen
+class MethodSpec:
+    """One client -> daemon request.
+
+    ``service`` names the method of the daemon's service
+    (``pi_sessiond.service.daemon.Daemon``) that answers it: it takes the
+    ``params`` object (and, with ``progress``, a progress factory) and returns
+    the ``result`` object (``None`` when ``result`` is ``None``).
+    """
+
+    name: str
+    params: type[Any]
+    result: type[Any] | None
+    service: str
+    doc: str
+    progress: bool = False
+    errors: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class NotificationSpec:
+    """One daemon -> client notification and its payload class."""
+
+    name: str
+    payload: type[Any]
+    doc: str
+
+
+@attrs.frozen
+class HookSpec:
+    """One daemon -> client request, sent only when the client declared ``hook`` at ``initialize``."""
+
+    name: str
+    hook: str
+    params: type[Any]
+    answer: type[Any]
+    doc: str
+
+
+_SESSION: Final = ("unknownSession",)
+_READ: Final = ("unknownSession", "unknownEntry")
+_WRITE: Final = ("unknownSession", "unknownEntry", "locked")
+_SUMMARIZE: Final = ("unknownSession", "locked", "nothingToCompact", "summarizerFailed", "conflict", "busy")
+
+METHODS: Final = (
+    MethodSpec(CREATE_SESSION, CreateSessionParams, SessionInfo, "create_session",
+               "A new session for `cwd`; its file is created with the first assistant message."),
+    MethodSpec(OPEN_SESSION, OpenSessionParams, SessionInfo, "open_session",
+               "Open a session file by `path` (the same file twice is the same session) or by `sessionId`.",
+               errors=("unknownSession", "locked")),
+    MethodSpec(CLOSE_SESSION, SessionParams, None, "close_session",
+               "Cancel the session's job, flush it and drop it from memory.", errors=_SESSION),
+    MethodSpec(LIST_SESSIONS, ListSessionsParams, ListSessionsResult, "list_sessions",
+               "The session files (of `cwd`, or all), newest first."),
+    MethodSpec(APPEND, AppendParams, AppendResult, "append",
+               "Append entries under the leaf (ids and timestamps assigned here); may start auto-compaction.",
+               errors=("unknownSession", "locked", "conflict", "tooLarge")),
+    MethodSpec(GET_CONTEXT, GetContextParams, ContextResult, "get_context",
+               "The LLM context of the leaf (or `leafId`), exactly as Pi's `buildSessionContext`.", errors=_READ),
+    MethodSpec(GET_TREE, GetTreeParams, TreeResult, "get_tree",
+               "One page of the tree's nodes, depth-first in Pi's order.", errors=_READ),
+    MethodSpec(GET_ENTRIES, GetEntriesParams, EntriesResult, "get_entries",
+               "Full entries by `ids`, or the path segment `fromId` .. `toId`.", errors=_READ),
+    MethodSpec(SET_LABEL, SetLabelParams, IdResult, "set_label",
+               "Label an entry (`null` clears) with a label entry under the leaf.", errors=_WRITE),
+    MethodSpec(FORK, ForkParams, SessionInfo, "fork",
+               "The path to `entryId` in a new session file, opened (Pi's `/fork`).", errors=_WRITE),
+    MethodSpec(GET_STATS, SessionParams, StatsResult, "get_stats",
+               "Token and cost totals, message counts and the context size.", errors=_SESSION),
+    MethodSpec(ESTIMATE_TOKENS, EstimateTokensParams, EstimateTokensResult, "estimate_tokens",
+               "Estimated tokens of a `text` (one user message) or of a leaf's context.", errors=_READ),
+    MethodSpec(COMPACT, CompactParams, CompactResult, "compact",
+               "Summarize the older part of the context and append one compaction entry.",
+               progress=True, errors=_SUMMARIZE),
+    MethodSpec(NAVIGATE_TREE, NavigateTreeParams, NavigateResult, "navigate_tree",
+               "Move the leaf to `targetId` (Pi's `/tree`), optionally summarizing the branch left.",
+               progress=True, errors=("unknownSession", "unknownEntry", "locked", "summarizerFailed", "conflict",
+                                      "busy")),
+    MethodSpec(REPORT_OVERFLOW, ReportOverflowParams, CompactResult, "report_overflow",
+               "The client's provider rejected the context as too long: compact with reason `overflow`.",
+               progress=True, errors=_SUMMARIZE),
+    MethodSpec(GET_SETTINGS, GetSettingsParams, SettingsResult, "get_settings",
+               "The merged settings (of a session, or the daemon's) and each key's source.", errors=_SESSION),
+    MethodSpec(UPDATE_SETTINGS, UpdateSettingsParams, SettingsResult, "update_settings",
+               "Merge settings into the session layer (or the initialize layer without a session).",
+               errors=_SESSION),
+)
+
+NOTIFICATIONS: Final = (
+    NotificationSpec(COMPACTION_STARTED, CompactionStarted,
+                     "An auto-compaction began (Pi RPC's `auto_compaction_start`)."),
+    NotificationSpec(COMPACTION_ENDED, CompactionEnded,
+                     "An auto-compaction finished, with its `entry` or `error` (Pi RPC's `auto_compaction_end`)."),
+    NotificationSpec(COMPACTED, Compacted, "A compaction entry was written (any reason)."),
+    NotificationSpec(TREE_NAVIGATED, TreeNavigated,
+                     "After `pi/navigateTree`: the old and new leaf, and the summary entry if one was written."),
+    NotificationSpec(SESSION_CHANGED, SessionChanged, "A session's leaf or entries changed, for any reason."),
+)
+
+HOOKS: Final = (
+    HookSpec(BEFORE_COMPACT, "beforeCompact", BeforeCompactParams, BeforeCompactAnswer,
+             "Before a compaction is summarized: answer `null` (go on), `{cancel: true}` or a `compaction`."),
+    HookSpec(BEFORE_TREE, "beforeTree", BeforeTreeParams, BeforeTreeAnswer,
+             "Before a navigation summarizes: answer `null`, `{cancel: true}` or a `summary`."),
+    HookSpec(REVIEW_SUMMARY, "reviewSummary", ReviewSummaryParams, ReviewSummaryAnswer,
+             "After a summary is made, before it is written: accept, edit or reject it."),
+)
+
+METHODS_BY_NAME: Final = {spec.name: spec for spec in METHODS}

@@ -1,6 +1,7 @@
 """Results of the ``pi/*`` requests and the daemon's notifications and hook requests.
 
-``entry``/``entries``/``messages`` fields are Pi's JSON objects passed through.
+``entry``/``entries``/``header`` fields are Pi's JSON objects passed through
+(:data:`~pi_protocol.entries.RawEntry`, :data:`~pi_protocol.entries.RawHeader`).
 Fields marked ``keep_null`` are always present (``null`` when empty), as
 PROTOCOL.md shows them.
 """
@@ -13,6 +14,7 @@ import attrs
 
 from pi_protocol.base import keep_null
 from pi_protocol.compaction import CompactionPreview
+from pi_protocol.entries import RawEntry, RawHeader
 from pi_protocol.session import SessionWarning
 
 Reason = Literal["manual", "threshold", "overflow"]
@@ -24,7 +26,7 @@ class SessionInfo:
 
     session_id: str
     path: str | None = keep_null(default=None)
-    header: dict[str, Any] = attrs.field(factory=dict)
+    header: RawHeader = attrs.field(factory=dict)
     leaf_id: str | None = keep_null(default=None)
     entry_count: int = 0
     warnings: list[SessionWarning] = attrs.field(factory=list)
@@ -76,7 +78,7 @@ class TreeResult:
 
 @attrs.define(kw_only=True)
 class EntriesResult:
-    entries: list[Any] = attrs.field(factory=list)
+    entries: list[RawEntry] = attrs.field(factory=list)
 
 
 @attrs.define(kw_only=True)
@@ -132,14 +134,14 @@ class CompactionEnded:
     session_id: str
     reason: Reason
     will_retry: bool = False
-    entry: Any = None
+    entry: RawEntry | None = None
     error: str | None = None
 
 
 @attrs.define(kw_only=True)
 class Compacted:
     session_id: str
-    entry: Any
+    entry: RawEntry
     reason: Reason
 
 
@@ -148,7 +150,7 @@ class TreeNavigated:
     session_id: str
     old_leaf_id: str | None = keep_null(default=None)
     leaf_id: str | None = keep_null(default=None)
-    entry: Any = None
+    entry: RawEntry | None = None
 
 
 @attrs.define(kw_only=True)
@@ -200,7 +202,7 @@ class BeforeTreeParams:
     target_id: str
     old_leaf_id: str | None = keep_null(default=None)
     common_ancestor_id: str | None = keep_null(default=None)
-    entries_to_summarize: list[Any] = attrs.field(factory=list)
+    entries_to_summarize: list[RawEntry] = attrs.field(factory=list)
     user_wants_summary: bool = False
     custom_instructions: str | None = keep_null(default=None)
     replace_instructions: bool = False

@@ -7,6 +7,8 @@ from typing import Any
 import attrs
 
 from pi_protocol.base import JsonDict
+from pi_protocol.entries import RawEntry
+from pi_protocol.messages import RawMessage
 
 
 @attrs.define(kw_only=True)
@@ -21,7 +23,7 @@ class SessionWarning:
 class ContextResult:
     """``pi/getContext``: messages exactly as Pi's ``buildSessionContext``."""
 
-    messages: list[Any]
+    messages: list[RawMessage]
     thinking_level: Any = "off"
     model: JsonDict | None = attrs.field(default=None, metadata={"keep_null": True})
     tokens: int = 0
@@ -32,4 +34,4 @@ class TreeDump:
     """``pi-sessiond tree --json``: every entry in file order, after migration."""
 
     leaf_id: str | None = attrs.field(default=None, metadata={"keep_null": True})
-    entries: list[Any] = attrs.field(factory=list)
+    entries: list[RawEntry] = attrs.field(factory=list)

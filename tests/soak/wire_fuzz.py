@@ -44,9 +44,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import attrs
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
+from pi_protocol import methods
+from pi_protocol.base import camel
 from pi_sessiond.examples import generator
 
 LIMIT = 64 * 1024
@@ -254,8 +257,9 @@ class Pools:
     paths: list[str]
 
 
-WRITE_METHODS = frozenset({"pi/append", "pi/compact", "pi/navigateTree", "pi/setLabel", "pi/fork",
-                           "pi/reportOverflow", "pi/closeSession"})
+# Methods that may write: they only ever name the scratch session (the checked files must never change).
+WRITE_METHODS = frozenset({methods.APPEND, methods.COMPACT, methods.NAVIGATE_TREE, methods.SET_LABEL, methods.FORK,
+                           methods.REPORT_OVERFLOW, methods.CLOSE_SESSION})
 LEAF = (st.none() | st.booleans() | st.integers() | st.integers(min_value=2**63, max_value=2**80)
         | st.floats() | st.text(max_size=12))
 ANY_JSON = st.recursive(LEAF, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
@@ -269,6 +273,11 @@ ODD_HEADERS = [b"content-length: %d\r\n\r\n", b"CONTENT-LENGTH: %d\r\n\r\n", b"C
 FATAL_HEADERS = [b"Content-Type: text/plain\r\n\r\n{}", b"Content-Length: twelve\r\n\r\n{}",
                  b"Content-Length: -5\r\n\r\n{}", b"this is not a header\r\n\r\n", b"Content-Length: 0x10\r\n\r\n",
                  b"Cont\xffent-Length: 5\r\n\r\n{}   ", b"Content-Length: 1e3\r\n\r\n"]
+
+
+def _wire_fields(cls: type[Any]) -> list[str]:
+    """The wire names of a params class's fields (its ``extra`` catch-all left out)."""
+    return [f.metadata.get("wire", camel(f.name)) for f in attrs.fields(cls) if not f.metadata.get("extra")]
 
 
 def _norm(key: str) -> str:
@@ -291,27 +300,21 @@ class Strategies:
         entries = st.lists(self._entry(), max_size=3) | ANY_JSON
         small_int = st.integers(-5, 100) | st.integers()
         bools = st.booleans()
-        self.specs: dict[str, dict[str, st.SearchStrategy[Any]]] = {
-            "pi/getContext": {"sessionId": sid_read, "leafId": self.entry},
-            "pi/getTree": {"sessionId": sid_read, "rootId": self.entry, "offset": small_int, "limit": small_int},
-            "pi/getEntries": {"sessionId": sid_read, "ids": st.lists(self.entry, max_size=4),
-                              "fromId": self.entry, "toId": self.entry},
-            "pi/getStats": {"sessionId": sid_read},
-            "pi/estimateTokens": {"sessionId": sid_read, "leafId": self.entry, "text": st.text(max_size=200)},
-            "pi/getSettings": {"sessionId": sid_read},
-            "pi/listSessions": {"cwd": text},
-            "pi/openSession": {"path": path, "sessionId": sid_read},
-            "pi/createSession": {"cwd": text, "sessionId": sid_read, "parentSession": path},
-            "pi/updateSettings": {"settings": settings_, "sessionId": sid_read},
-            "pi/append": {"sessionId": sid_write, "entries": entries},
-            "pi/setLabel": {"sessionId": sid_write, "entryId": self.entry, "label": text},
-            "pi/fork": {"sessionId": sid_write, "entryId": self.entry},
-            "pi/compact": {"sessionId": sid_write, "customInstructions": text, "workDoneToken": token},
-            "pi/navigateTree": {"sessionId": sid_write, "targetId": self.entry, "summarize": bools,
-                                "customInstructions": text, "replaceInstructions": bools, "label": text,
-                                "workDoneToken": token},
-            "pi/reportOverflow": {"sessionId": sid_write, "workDoneToken": token},
-            "pi/closeSession": {"sessionId": st.sampled_from(["no-such-session", "", "../x"]) | st.integers()},
+        by_field: dict[str, st.SearchStrategy[Any]] = {
+            "leafId": self.entry, "rootId": self.entry, "offset": small_int, "limit": small_int,
+            "ids": st.lists(self.entry, max_size=4), "fromId": self.entry, "toId": self.entry,
+            "text": st.text(max_size=200), "cwd": text, "path": path, "parentSession": path, "settings": settings_,
+            "entries": entries, "entryId": self.entry, "targetId": self.entry, "label": text,
+            "customInstructions": text, "summarize": bools, "replaceInstructions": bools, "workDoneToken": token,
+        }
+        overrides = {methods.CLOSE_SESSION: {"sessionId": st.sampled_from(["no-such-session", "", "../x"])
+                                             | st.integers()}}
+        self.specs: dict[str, dict[str, st.SearchStrategy[Any]]] = {}
+        for spec in methods.METHODS:  # every method of the table, each field of its params class
+            sid = sid_write if spec.name in WRITE_METHODS else sid_read
+            chosen = {**by_field, "sessionId": sid, **overrides.get(spec.name, {})}
+            self.specs[spec.name] = {name: chosen.get(name, ANY_JSON) for name in _wire_fields(spec.params)}
+        self.specs |= {
             "$/cancelRequest": {"id": IDS},
             "$/setTrace": {"value": st.sampled_from(["off", "messages", "verbose"]) | ANY_JSON},
             "window/workDoneProgress/cancel": {"token": token},

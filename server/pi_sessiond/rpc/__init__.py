@@ -1,9 +1,13 @@
 """JSON-RPC glue between pygls and the services.
 
-``protocol`` (pygls protocol subclass: orjson output, batches, leak fixes, LSP
-exit codes), ``methods`` (the typed registration helper and the error mapping),
+``server`` (:class:`~pi_sessiond.rpc.server.PiServer`: one connection's pygls
+server and lifecycle), ``protocol`` (pygls protocol subclass: orjson output,
+batches, leak fixes, LSP exit codes), ``jsonrpc`` (message checks, error
+replies, batches), ``methods`` (the one forwarding layer: handlers registered
+from :data:`pi_protocol.methods.METHODS`), ``errors`` (exceptions -> JSON-RPC
+errors), ``deferred`` (the daemon created after the ``initialize`` reply),
 ``glue`` (the :mod:`pi_sessiond.service.interface` implementations: events,
 hooks, progress) and ``debug`` (test-only methods, off unless
-``PI_SESSIOND_DEBUG_METHODS=1``). Nothing outside this package and ``app``
-touches pygls internals.
+``PI_SESSIOND_DEBUG_METHODS=1``). Nothing outside this package touches pygls
+internals.
 """

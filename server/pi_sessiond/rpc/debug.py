@@ -19,7 +19,7 @@ from pi_protocol.params import GetContextParams
 from pi_sessiond.service.interface import ProgressFactory, ServiceError
 
 if TYPE_CHECKING:
-    from pi_sessiond.app import PiServer
+    from pi_sessiond.rpc.server import PiServer
 
 
 def _rss_kib() -> int:

@@ -27,7 +27,7 @@ from pygls.exceptions import JsonRpcException
 from pi_protocol import unstructure
 
 if TYPE_CHECKING:
-    from pi_sessiond.app import PiServer
+    from pi_sessiond.rpc.server import PiServer
     from pi_sessiond.service.interface import Progress
 
 logger = logging.getLogger(__name__)

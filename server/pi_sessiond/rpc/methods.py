@@ -1,32 +1,39 @@
-"""The registration helper the ``pi_sessiond.handlers`` modules use.
+"""The one forwarding layer: JSON-RPC requests -> service calls, registered from the method table.
 
-``server.method(name, ParamsCls)(fn)`` registers ``fn`` under ``name``:
-params are structured with :func:`pi_protocol.structure` (``None``/missing
-params count as ``{}``; a :class:`~pi_protocol.StructureError` becomes
-``-32602`` naming the field), ``fn`` is called (sync or ``async def``), its
-result is unstructured with :func:`pi_protocol.unstructure`, and exceptions
-are mapped by :func:`pi_sessiond.rpc.errors.to_rpc_error`. With
-``progress=True`` (``async def`` only) ``fn`` gets a per-request
-:class:`~pi_sessiond.service.interface.ProgressFactory` as second argument.
+:func:`register_table` registers every row of :data:`pi_protocol.methods.METHODS`:
+its handler structures the params into the row's params class with
+:func:`pi_protocol.structure` (``None``/missing params count as ``{}``; a
+:class:`~pi_protocol.StructureError` becomes ``-32602`` naming the field),
+calls the row's service method on the connection's daemon (created at the
+first request if it does not exist yet, see :mod:`pi_sessiond.rpc.deferred`),
+unstructures the result with :func:`pi_protocol.unstructure` and maps
+exceptions with :func:`pi_sessiond.rpc.errors.to_rpc_error`. A row with
+``progress`` passes a per-request
+:class:`~pi_sessiond.service.interface.ProgressFactory` as second argument and
+ends any bar left open. A service that is a coroutine function runs as the
+request's task (see :meth:`pi_sessiond.rpc.protocol.PiProtocol._execute_handler`);
 ``CancelledError`` is re-raised, so the client gets ``-32800``.
+:func:`register_method` does the same for one callable (the ``debug/*`` methods).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcException
 
 from pi_protocol import StructureError, structure, unstructure
+from pi_protocol.methods import METHODS, MethodSpec
 from pi_sessiond.rpc.errors import invalid_params, to_rpc_error
 
 if TYPE_CHECKING:
-    from pi_sessiond.app import PiServer
+    from pi_sessiond.rpc.glue import LspProgressFactory
+    from pi_sessiond.rpc.server import PiServer
 
-F = TypeVar("F", bound=Callable[..., Any])
+Service = Callable[..., Any]
 
 
 def structure_params(params: Any, params_cls: type[Any] | None) -> Any:
@@ -39,43 +46,59 @@ def structure_params(params: Any, params_cls: type[Any] | None) -> Any:
         raise invalid_params(exc) from None
 
 
+def register_table(server: PiServer, service: Callable[[], Any]) -> None:
+    """Register every ``pi/*`` method of the table; ``service()`` is the daemon that answers them."""
+    for spec in METHODS:
+        register_method(server, spec.name, spec.params, _bound(service, spec), progress=spec.progress)
+
+
+def _bound(service: Callable[[], Any], spec: MethodSpec) -> Service:
+    def call(*args: Any) -> Any:
+        return getattr(service(), spec.service)(*args)
+
+    call.__name__ = spec.service
+    call.__doc__ = spec.doc
+    return call
+
+
 def register_method(
-    server: PiServer, name: str, params_cls: type[Any] | None, fn: Callable[..., Any], *, progress: bool = False
+    server: PiServer, name: str, params_cls: type[Any] | None, fn: Service, *, progress: bool = False
 ) -> None:
-    """Register ``fn`` as the handler of request/notification ``name`` (see the module docstring)."""
-    handler: Callable[[Any], Any]
-    if inspect.iscoroutinefunction(fn):
+    """Register ``fn`` (sync, or returning an awaitable) as the handler of ``name`` (see the module docstring)."""
 
-        async def async_handler(params: Any) -> Any:
-            typed = structure_params(params, params_cls)
-            factory = server.progress_factory() if progress else None
-            try:
-                result = await (fn(typed, factory) if factory is not None else fn(typed))
-            except (asyncio.CancelledError, JsonRpcException):
-                raise
-            except Exception as exc:
-                raise to_rpc_error(exc, name) from None
-            finally:
-                if factory is not None:
-                    factory.close()
-            return unstructure(result)
+    def handler(params: Any) -> Any:
+        typed = structure_params(params, params_cls)
+        factory = server.progress_factory() if progress else None
+        try:
+            result = fn(typed, factory) if factory is not None else fn(typed)
+        except JsonRpcException:
+            _close(factory)
+            raise
+        except Exception as exc:
+            _close(factory)
+            raise to_rpc_error(exc, name) from None
+        if inspect.isawaitable(result):
+            return _finish(result, name, factory)
+        _close(factory)
+        return unstructure(result)
 
-        handler = async_handler
-    else:
-        if progress:
-            raise TypeError(f"{name}: progress=True needs an async def handler")
-
-        def sync_handler(params: Any) -> Any:
-            typed = structure_params(params, params_cls)
-            try:
-                result = fn(typed)
-            except JsonRpcException:
-                raise
-            except Exception as exc:
-                raise to_rpc_error(exc, name) from None
-            return unstructure(result)
-
-        handler = sync_handler
     handler.__name__ = getattr(fn, "__name__", name)
     handler.__doc__ = fn.__doc__
     server.protocol.fm.feature(name)(handler)
+
+
+async def _finish(result: Awaitable[Any], name: str, factory: LspProgressFactory | None) -> Any:
+    try:
+        value = await result
+    except (asyncio.CancelledError, JsonRpcException):
+        raise
+    except Exception as exc:
+        raise to_rpc_error(exc, name) from None
+    finally:
+        _close(factory)
+    return unstructure(value)
+
+
+def _close(factory: LspProgressFactory | None) -> None:
+    if factory is not None:
+        factory.close()

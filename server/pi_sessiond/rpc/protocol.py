@@ -8,6 +8,9 @@ machinery and changes what a long-running, headless daemon needs:
   for anything that is not a JSON-RPC 2.0 message (with its id when it has a
   usable one), batches answered as one array, only the top level structured
   into pygls message classes, requests after ``shutdown`` answered ``-32600``;
+* a plain ``def`` handler runs inline, and when it returns an awaitable (the
+  method table's handlers do for ``async`` services) that runs as the
+  request's task, cancellable like pygls' own ``async def`` handlers;
 * output is orjson with a byte-accurate ``Content-Length`` (the sink frames it),
   one write per message, and a request always gets an answer, even when its
   result cannot be serialised;
@@ -24,9 +27,8 @@ import asyncio
 import contextvars
 import inspect
 import logging
-import os
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from lsprotocol import types
@@ -42,6 +44,16 @@ from pygls.protocol import (
 
 from pi_protocol import errors as codes
 from pi_sessiond.rpc.errors import to_rpc_error
+from pi_sessiond.rpc.jsonrpc import (
+    Batch,
+    Done,
+    MessageSink,
+    check_message,
+    describe_structure_error,
+    error_reply,
+    max_in_flight,
+    valid_id,
+)
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -49,94 +61,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
-
-
-class MessageSink(Protocol):
-    """Where encoded messages go; the transport adds the framing."""
-
-    @property
-    def closed(self) -> bool: ...
-
-    def send(self, body: bytes) -> None:
-        """Queue one whole message (never blocks; backpressure is the reader's job)."""
-        ...
-
-
-def _valid_id(value: Any) -> bool:
-    return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-DEFAULT_MAX_IN_FLIGHT = 4096
-
-
-def max_in_flight() -> int:
-    """Requests that may run at once (``PI_SESSIOND_MAX_IN_FLIGHT`` overrides, for tests)."""
-    try:
-        return max(1, int(os.environ.get("PI_SESSIOND_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT)))
-    except ValueError:
-        return DEFAULT_MAX_IN_FLIGHT
-
-
-def error_reply(msg_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    """A JSON-RPC error response object (``id`` kept even when null)."""
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": msg_id, "error": error}
-
-
-class _Batch:
-    """Collects the replies of one batch and writes them as one array."""
-
-    def __init__(self, write: Callable[[Any], None]) -> None:
-        self._write = write
-        self._replies: list[dict[str, Any]] = []
-        self._pending = 0
-        self._sealed = False
-
-    def expect(self) -> None:
-        self._pending += 1
-
-    def answered(self, reply: dict[str, Any]) -> None:
-        self._pending -= 1
-        self.add(reply)
-
-    def add(self, reply: dict[str, Any]) -> None:
-        self._replies.append(reply)
-        self._flush()
-
-    def seal(self) -> None:
-        self._sealed = True
-        self._flush()
-
-    def _flush(self) -> None:
-        if self._sealed and self._pending == 0 and self._replies:
-            replies, self._replies = self._replies, []
-            self._write(replies)
-
-
-class _Done:
-    """A completed future for a handler that ran inline."""
-
-    __slots__ = ("_exc", "_result")
-
-    def __init__(self, result: Any, exc: Exception | None) -> None:
-        self._result = result
-        self._exc = exc
-
-    def cancelled(self) -> bool:
-        return False
-
-    def done(self) -> bool:
-        return True
-
-    def exception(self) -> Exception | None:
-        return self._exc
-
-    def result(self) -> Any:
-        if self._exc is not None:
-            raise self._exc
-        return self._result
 
 
 class PiProtocol(LanguageServerProtocol):
@@ -148,7 +72,7 @@ class PiProtocol(LanguageServerProtocol):
         self.exit_code: int | None = None
         self.on_exit: Callable[[], None] | None = None
         self.experimental_capabilities: Callable[[], dict[str, Any]] | None = None
-        self._batches: dict[Any, _Batch] = {}
+        self._batches: dict[Any, Batch] = {}
         self._plain_handlers: dict[Any, bool] = {}
         self.max_in_flight = max_in_flight()
 
@@ -167,7 +91,7 @@ class PiProtocol(LanguageServerProtocol):
         if not data:
             self._emit(error_reply(None, codes.INVALID_REQUEST, "Invalid request: empty batch"))
             return
-        batch = _Batch(self._write)
+        batch = Batch(self._write)
         for item in data:
             self._receive_one(item, batch)
         batch.seal()
@@ -176,17 +100,17 @@ class PiProtocol(LanguageServerProtocol):
         """Answer a message that was skipped for exceeding ``daemon.maxMessageBytes``."""
         message = f"Message too large: {size} bytes (daemon.maxMessageBytes is {limit})"
         data = {"reason": "tooLarge", "size": size, "limit": limit}
-        self._emit(error_reply(msg_id if _valid_id(msg_id) else None, codes.TOO_LARGE, message, data))
+        self._emit(error_reply(msg_id if valid_id(msg_id) else None, codes.TOO_LARGE, message, data))
 
-    def _reject(self, msg_id: Any, message: str, batch: _Batch | None) -> None:
+    def _reject(self, msg_id: Any, message: str, batch: Batch | None) -> None:
         reply = error_reply(msg_id, codes.INVALID_REQUEST, f"Invalid request: {message}")
         if batch is not None:
             batch.add(reply)
         else:
             self._emit(reply)
 
-    def _receive_one(self, item: Any, batch: _Batch | None) -> None:
-        problem, msg_id = _check_message(item)
+    def _receive_one(self, item: Any, batch: Batch | None) -> None:
+        problem, msg_id = check_message(item)
         if problem:
             self._reject(msg_id, problem, batch)
             return
@@ -225,7 +149,7 @@ class PiProtocol(LanguageServerProtocol):
             return self._converter.structure(data, cls)
         except Exception as exc:
             raise JsonRpcException(
-                message=f"Invalid params: {_describe_structure_error(exc)}",
+                message=f"Invalid params: {describe_structure_error(exc)}",
                 code=codes.INVALID_PARAMS,
                 data={"reason": "invalidParams"},
             ) from None
@@ -333,22 +257,29 @@ class PiProtocol(LanguageServerProtocol):
         """pygls' executor, but a finished handler's future leaves ``_request_futures``.
 
         Plain ``def`` handlers run inline with a lightweight completed future
-        (pygls builds a ``concurrent.futures.Future`` with its locks for each).
+        (pygls builds a ``concurrent.futures.Future`` with its locks for each);
+        an awaitable they return becomes the request's task.
         """
-        if self._is_plain(handler):
-            try:
-                done = _Done(handler(*(args or ()), **(kwargs or {})), None)
-            except Exception as exc:
-                done = _Done(None, exc)
-            callback(done)
-            return
 
         def finished(future: Future[Any]) -> None:
             if self._request_futures.get(msg_id) is future:
                 del self._request_futures[msg_id]
             callback(future)
 
-        super()._execute_handler(msg_id, handler, finished, args, kwargs)
+        if not self._is_plain(handler):
+            super()._execute_handler(msg_id, handler, finished, args, kwargs)
+            return
+        try:
+            value = handler(*(args or ()), **(kwargs or {}))
+        except Exception as exc:
+            callback(Done(None, exc))
+            return
+        if inspect.isawaitable(value):
+            task: Any = asyncio.ensure_future(value)  # pygls keeps asyncio and concurrent futures in one table
+            self._request_futures[msg_id] = task
+            task.add_done_callback(finished)
+            return
+        callback(Done(value, None))
 
     def _is_plain(self, handler: Any) -> bool:
         plain = self._plain_handlers.get(handler)
@@ -424,34 +355,3 @@ class PiProtocol(LanguageServerProtocol):
             if isinstance(future, asyncio.Future) and not future.done():
                 running.append(future)
         return running
-
-
-def _check_message(item: Any) -> tuple[str, Any]:
-    """``("", id)`` for a well-formed JSON-RPC 2.0 message, else the problem and the id to answer with."""
-    if not isinstance(item, dict):
-        return "expected a JSON object", None
-    msg_id = item.get("id")
-    if not _valid_id(msg_id):
-        return "id must be a string, an integer or null", None
-    if item.get("jsonrpc") != "2.0":
-        return 'jsonrpc must be "2.0"', msg_id
-    if "method" in item:
-        if not isinstance(item["method"], str):
-            return "method must be a string", msg_id
-        params = item.get("params")
-        if params is not None and not isinstance(params, dict | list):
-            return "params must be an object or an array", msg_id
-        return "", msg_id
-    if "id" not in item or ("result" not in item and "error" not in item):
-        return "not a request, a notification or a response", msg_id
-    return "", msg_id
-
-
-def _describe_structure_error(exc: Exception) -> str:
-    from cattrs.errors import BaseValidationError
-
-    if isinstance(exc, BaseValidationError):
-        from cattrs import transform_error
-
-        return "; ".join(transform_error(exc, path="params"))
-    return str(exc) or type(exc).__name__

@@ -1,9 +1,11 @@
-"""The daemon's service: one method per ``pi/*`` request of PROTOCOL.md.
+"""The daemon's service: one method per row of :data:`pi_protocol.methods.METHODS`.
 
-Each method takes the ``pi_protocol.params`` object and returns the
-``pi_protocol.results`` object (or ``None``); failures are
+The JSON-RPC layer calls the method a row names (``MethodSpec.service``)
+directly: each takes the row's params object (and, for rows with
+``progress``, a :class:`~pi_sessiond.service.interface.ProgressFactory`) and
+returns the row's result object (or ``None``); failures are
 :class:`~pi_sessiond.service.interface.ServiceError` subclasses whose
-``reason`` the handler maps to a JSON-RPC code. Methods that can run a
+``reason`` the JSON-RPC layer maps to a code. Methods that can run a
 summarizer are coroutines; the rest are synchronous and never wait for a job.
 """
 

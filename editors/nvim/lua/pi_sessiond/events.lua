@@ -2,6 +2,7 @@
 --- daemon → client"), and the refresh that follows any change to a session.
 local compat = require('pi_sessiond.compat')
 local progress = require('pi_sessiond.progress')
+local protocol = require('pi_sessiond.protocol')
 local session = require('pi_sessiond.session')
 
 local M = {}
@@ -61,21 +62,21 @@ end
 function M.handlers()
   return {
     ['$/progress'] = progress.handler,
-    ['pi/sessionChanged'] = on('pi/sessionChanged', function(p)
+    [protocol.notifications.SESSION_CHANGED] = on(protocol.notifications.SESSION_CHANGED, function(p)
       session.set_leaf(p.sessionId, p.leafId)
       M.changed(p.sessionId)
     end),
-    ['pi/treeNavigated'] = on('pi/treeNavigated', function(p)
+    [protocol.notifications.TREE_NAVIGATED] = on(protocol.notifications.TREE_NAVIGATED, function(p)
       session.set_leaf(p.sessionId, p.leafId)
       M.changed(p.sessionId)
     end),
-    ['pi/compacted'] = on('pi/compacted', function(p)
+    [protocol.notifications.COMPACTED] = on(protocol.notifications.COMPACTED, function(p)
       M.changed(p.sessionId)
     end),
-    ['pi/compactionStarted'] = on('pi/compactionStarted', function(p)
+    [protocol.notifications.COMPACTION_STARTED] = on(protocol.notifications.COMPACTION_STARTED, function(p)
       notify(string.format('auto-compaction started (%s)', p.reason))
     end),
-    ['pi/compactionEnded'] = on('pi/compactionEnded', on_compaction_ended),
+    [protocol.notifications.COMPACTION_ENDED] = on(protocol.notifications.COMPACTION_ENDED, on_compaction_ended),
   }
 end
 

@@ -10,6 +10,7 @@ local client = require('pi_sessiond.client')
 local events = require('pi_sessiond.events')
 local jobs = require('pi_sessiond.jobs')
 local progress = require('pi_sessiond.progress')
+local protocol = require('pi_sessiond.protocol')
 local session = require('pi_sessiond.session')
 
 local M = {}
@@ -108,7 +109,7 @@ end
 --- List sessions (`opts.cwd`, default all); `opts.callback(err, {sessions})`.
 function M.list_sessions(opts)
   opts = opts or {}
-  client.request('pi/listSessions', { cwd = opts.cwd }, function(err, result)
+  client.request(protocol.methods.LIST_SESSIONS, { cwd = opts.cwd }, function(err, result)
     finish(opts, err, result)
   end)
 end
@@ -116,7 +117,7 @@ end
 --- Compact the current session (`opts.instructions`), with progress.
 function M.compact(opts)
   opts = opts or {}
-  return jobs.start('pi/compact', function(session_id)
+  return jobs.start(protocol.methods.COMPACT, function(session_id)
     return { sessionId = session_id, customInstructions = opts.instructions }
   end, function(err, result, session_id)
     if not err then
@@ -144,7 +145,7 @@ end
 --- `opts.instructions`, `opts.replace_instructions`, `opts.label`.
 function M.navigate(target_id, opts)
   opts = opts or {}
-  return jobs.start('pi/navigateTree', function(session_id)
+  return jobs.start(protocol.methods.NAVIGATE_TREE, function(session_id)
     return {
       sessionId = session_id,
       targetId = target_id,
@@ -190,16 +191,16 @@ end
 function M.get_tree(callback, opts)
   opts = opts or {}
   if opts.session_id then
-    client.request('pi/getTree', { sessionId = opts.session_id }, callback)
+    client.request(protocol.methods.GET_TREE, { sessionId = opts.session_id }, callback)
   else
-    on_session('pi/getTree', {}, { callback = callback })
+    on_session(protocol.methods.GET_TREE, {}, { callback = callback })
   end
 end
 
 --- `pi/getContext` of the current session (`opts.leaf_id` optional).
 function M.get_context(opts)
   opts = opts or {}
-  on_session('pi/getContext', { leafId = opts.leaf_id }, opts)
+  on_session(protocol.methods.GET_CONTEXT, { leafId = opts.leaf_id }, opts)
 end
 
 --- `pi/getStats` of the current session; also refreshes `statusline()`.
@@ -214,7 +215,7 @@ end
 function M.label(entry_id, label, opts)
   opts = opts or {}
   local params = { entryId = entry_id, label = label == nil and vim.NIL or label }
-  session_request('pi/setLabel', params, function(err, result, session_id)
+  session_request(protocol.methods.SET_LABEL, params, function(err, result, session_id)
     if not err then
       events.changed(session_id)
     end
@@ -227,7 +228,7 @@ end
 --- Fork at a user message (Pi's `/fork`); the new session becomes current.
 function M.fork(entry_id, opts)
   opts = opts or {}
-  session_request('pi/fork', { entryId = entry_id }, function(err, result)
+  session_request(protocol.methods.FORK, { entryId = entry_id }, function(err, result)
     if not err then
       session.set_current(result)
       session.refresh_stats()

@@ -7,6 +7,7 @@
 local client = require('pi_sessiond.client')
 local compat = require('pi_sessiond.compat')
 local progress = require('pi_sessiond.progress')
+local protocol = require('pi_sessiond.protocol')
 local session = require('pi_sessiond.session')
 
 local M = {}
@@ -15,7 +16,7 @@ local GRACE_MS = 3000
 local running = {} -- token -> job
 
 local function cancelled_error()
-  return { code = -32800, message = 'cancelled', data = { reason = 'cancelled' } }
+  return { code = protocol.errors.cancelled, message = 'cancelled', data = { reason = 'cancelled' } }
 end
 
 local function settle(job, err, result)

@@ -4,6 +4,7 @@
 --- flight or none was opened yet, and runs in order once one is open. After a
 --- daemon restart the session is reopened from its path before work runs.
 local client = require('pi_sessiond.client')
+local protocol = require('pi_sessiond.protocol')
 
 local M = {}
 
@@ -19,7 +20,7 @@ local function flush(err)
     if current then
       job.run(current.sessionId)
     else
-      job.fail(err or { code = -32001, message = 'no pi session is open' })
+      job.fail(err or { code = protocol.errors.unknownSession, message = 'no pi session is open' })
     end
   end
 end
@@ -56,7 +57,7 @@ end
 --- `params` is `{path = …}` or `{sessionId = …}`; `callback(err, session)`.
 function M.open(params, callback)
   opening = opening + 1
-  client.request('pi/openSession', params, function(err, result)
+  client.request(protocol.methods.OPEN_SESSION, params, function(err, result)
     opening = opening - 1
     if not err then
       M.set_current(result)
@@ -91,7 +92,7 @@ end
 --- Refresh the cached `pi/getStats` result; `callback(err, stats)` optional.
 function M.refresh_stats(callback)
   M.with_session(function(session_id)
-    client.request('pi/getStats', { sessionId = session_id }, function(err, result)
+    client.request(protocol.methods.GET_STATS, { sessionId = session_id }, function(err, result)
       if not err and current and current.sessionId == session_id then
         stats = result
         vim.cmd('redrawstatus')

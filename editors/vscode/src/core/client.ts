@@ -22,6 +22,7 @@ import {
   type ReviewSummaryAnswer,
   type ReviewSummaryParams,
   type SessionChanged,
+  type SessionEntry,
   type SessionInfo,
   type SessionSummary,
   type SettingsResult,
@@ -110,7 +111,7 @@ export class PiClient {
     }
   }
 
-  async getEntries(sessionId: string, ids: string[]): Promise<unknown[]> {
+  async getEntries(sessionId: string, ids: string[]): Promise<SessionEntry[]> {
     const result = await this.rpc.sendRequest<EntriesResult>(Methods.GET_ENTRIES, { sessionId, ids });
     return result.entries ?? [];
   }

@@ -2,61 +2,59 @@
  * Read-only markdown documents: the LLM context, the stats, and the summary
  * of a compaction or branch-summary entry.
  */
-import type { ContextResult, StatsResult } from "../protocol";
+import type {
+  BranchSummaryEntry,
+  CompactionEntry,
+  ContentBlock,
+  ContextResult,
+  Message,
+  StatsResult,
+} from "../protocol";
 import { formatTokens } from "./status";
 
-interface Block {
-  type?: string;
-  text?: string;
-  thinking?: string;
-  name?: string;
-  arguments?: unknown;
-}
-
-interface AnyMessage {
-  role?: string;
-  content?: string | Block[];
-  summary?: string;
-  command?: string;
-  output?: string;
-  toolName?: string;
-}
+/** A content block; blocks of a type this client does not know pass through as plain objects. */
+type Block = ContentBlock | Record<string, unknown>;
 
 function blockText(block: Block): string {
+  if (!isKnownBlock(block)) {
+    return `_[${typeof block.type === "string" ? block.type : "block"}]_`;
+  }
   switch (block.type) {
     case "text":
-      return block.text ?? "";
+      return block.text;
     case "thinking":
-      return `> _thinking:_ ${(block.thinking ?? "").replace(/\n/g, "\n> ")}`;
+      return `> _thinking:_ ${block.thinking.replace(/\n/g, "\n> ")}`;
     case "toolCall":
-      return `\`${block.name ?? "tool"}(${JSON.stringify(block.arguments ?? {})})\``;
+      return `\`${block.name}(${JSON.stringify(block.arguments ?? {})})\``;
     case "image":
       return "_[image]_";
-    default:
-      return `_[${block.type ?? "block"}]_`;
   }
 }
 
-function messageBody(message: AnyMessage): string {
-  if (message.role === "compactionSummary" || message.role === "branchSummary") {
-    return message.summary ?? "";
+function isKnownBlock(block: Block): block is ContentBlock {
+  return ["text", "thinking", "toolCall", "image"].includes(String(block.type));
+}
+
+function messageBody(message: Message): string {
+  switch (message.role) {
+    case "compactionSummary":
+    case "branchSummary":
+      return message.summary ?? "";
+    case "bashExecution":
+      return `\`\`\`\n$ ${message.command ?? ""}\n${message.output ?? ""}\n\`\`\``;
+    default: {
+      // Messages of a role this client does not know pass through as plain objects.
+      const content: string | Block[] | undefined = message.content;
+      return typeof content === "string" ? content : (content ?? []).map(blockText).join("\n\n");
+    }
   }
-  if (message.role === "bashExecution") {
-    return `\`\`\`\n$ ${message.command ?? ""}\n${message.output ?? ""}\n\`\`\``;
-  }
-  const content = message.content;
-  if (typeof content === "string") {
-    return content;
-  }
-  return (content ?? []).map(blockText).join("\n\n");
 }
 
 /** The context as markdown: one section per message, in order. */
 export function contextMarkdown(context: ContextResult, title: string): string {
   const lines = [`# Context of ${title}`, "", `${context.messages.length} messages · ${formatTokens(context.tokens ?? 0)} tokens`];
-  context.messages.forEach((raw, index) => {
-    const message = raw as AnyMessage;
-    const tool = message.toolName ? ` (${message.toolName})` : "";
+  context.messages.forEach((message, index) => {
+    const tool = message.role === "toolResult" && message.toolName ? ` (${message.toolName})` : "";
     lines.push("", `## ${index + 1}. ${message.role ?? "message"}${tool}`, "", messageBody(message));
   });
   return `${lines.join("\n")}\n`;
@@ -85,21 +83,22 @@ export function statsMarkdown(stats: StatsResult, title: string): string {
 }
 
 /** A compaction or branch-summary entry as markdown. */
-export function summaryMarkdown(entry: Record<string, unknown>): string {
-  const kind = entry.type === "compaction" ? "Compaction" : "Branch summary";
+export function summaryMarkdown(entry: CompactionEntry | BranchSummaryEntry): string {
   const facts: string[] = [];
-  if (typeof entry.tokensBefore === "number") {
-    facts.push(`${entry.tokensBefore.toLocaleString("en-US")} tokens before`);
-  }
-  if (typeof entry.firstKeptEntryId === "string") {
-    facts.push(`first kept entry \`${entry.firstKeptEntryId}\``);
-  }
-  if (typeof entry.fromId === "string") {
+  if (entry.type === "compaction") {
+    if (typeof entry.tokensBefore === "number") {
+      facts.push(`${entry.tokensBefore.toLocaleString("en-US")} tokens before`);
+    }
+    if (typeof entry.firstKeptEntryId === "string") {
+      facts.push(`first kept entry \`${entry.firstKeptEntryId}\``);
+    }
+  } else if (typeof entry.fromId === "string") {
     facts.push(`from \`${entry.fromId}\``);
   }
   if (entry.fromHook) {
     facts.push("written by a hook");
   }
+  const kind = entry.type === "compaction" ? "Compaction" : "Branch summary";
   const head = `# ${kind} \`${String(entry.id ?? "")}\`\n\n${facts.length ? `_${facts.join(" · ")}_\n\n` : ""}`;
   return `${head}${String(entry.summary ?? "")}\n`;
 }

@@ -29,7 +29,10 @@ export class PiDocuments implements vscode.TextDocumentContentProvider {
         return statsMarkdown(await pi.getStats(session), title);
       default: {
         const [entry] = await pi.getEntries(session, [query.get("entry") ?? ""]);
-        return summaryMarkdown((entry ?? {}) as Record<string, unknown>);
+        if (entry?.type !== "compaction" && entry?.type !== "branch_summary") {
+          return "That entry is not a compaction or a branch summary.";
+        }
+        return summaryMarkdown(entry);
       }
     }
   }

@@ -16,7 +16,7 @@ export class CurrentSession implements vscode.Disposable {
   private timer: NodeJS.Timeout | undefined;
 
   get title(): string {
-    const header = this.info?.header as { name?: unknown } | undefined;
+    const header = this.info?.header;
     const name = typeof header?.name === "string" ? header.name : undefined;
     return name ?? this.info?.path?.split(/[\\/]/).pop() ?? this.info?.sessionId ?? "no session";
   }

@@ -1,0 +1,72 @@
+"""The method table (pi_protocol.methods) is the daemon's: every row served, nothing served outside it."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+
+import attrs
+import pytest
+
+from pi_protocol import errors, methods
+from pi_sessiond.app import make_server
+from pi_sessiond.service.daemon import Daemon
+
+
+def _registered(debug: bool) -> set[str]:
+    server = make_server(debug_methods=debug)
+    return set(server.protocol.fm.features)
+
+
+def test_the_table_is_exactly_the_registered_pi_methods() -> None:
+    registered = {name for name in _registered(debug=False) if name.startswith("pi/")}
+    assert registered == {spec.name for spec in methods.METHODS}
+    assert len(methods.METHODS) == len(methods.METHODS_BY_NAME)  # no name twice
+
+
+def test_debug_methods_stay_outside_the_table() -> None:
+    names = _registered(debug=True)
+    assert "debug/echo" in names and not any(name.startswith("debug/") for name in methods.METHODS_BY_NAME)
+
+
+@pytest.mark.parametrize("spec", methods.METHODS, ids=lambda s: s.name)
+def test_each_row_names_a_daemon_method_with_its_params_and_result(spec: methods.MethodSpec) -> None:
+    service = getattr(Daemon, spec.service)
+    hints = typing.get_type_hints(service)
+    parameters = list(inspect.signature(service).parameters)[1:]  # without self
+    assert hints[parameters[0]] is spec.params
+    assert len(parameters) == (2 if spec.progress else 1)
+    assert hints["return"] is (type(None) if spec.result is None else spec.result)
+    if spec.progress:
+        assert inspect.iscoroutinefunction(service)
+
+
+@pytest.mark.parametrize("spec", methods.METHODS, ids=lambda s: s.name)
+def test_each_row_is_well_formed(spec: methods.MethodSpec) -> None:
+    assert spec.name.startswith("pi/") and spec.doc
+    assert set(spec.errors) <= set(errors.REASON_CODES), spec.errors
+    assert attrs.has(spec.params) and (spec.result is None or attrs.has(spec.result))
+    has_token = "work_done_token" in attrs.fields_dict(spec.params)
+    assert has_token == spec.progress
+
+
+def test_notification_and_hook_tables_match_the_names() -> None:
+    assert tuple(h.hook for h in methods.HOOKS) == methods.HOOK_NAMES
+    assert {s.name for s in methods.NOTIFICATIONS} == {
+        methods.COMPACTION_STARTED, methods.COMPACTION_ENDED, methods.COMPACTED, methods.TREE_NAVIGATED,
+        methods.SESSION_CHANGED,
+    }
+    assert all(attrs.has(s.payload) for s in methods.NOTIFICATIONS)
+    assert all(attrs.has(h.params) and attrs.has(h.answer) for h in methods.HOOKS)
+
+
+def test_a_new_server_has_not_imported_the_services_yet() -> None:
+    """The daemon is created after the ``initialize`` reply: building the server imports no service."""
+    import subprocess
+    import sys
+
+    services = ("pi_sessiond.service.daemon", "pi_sessiond.engine", "httpx")
+    code = (f"import sys; from pi_sessiond.app import make_server; make_server(); "
+            f"print(sorted(m for m in {services!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
