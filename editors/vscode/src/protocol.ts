@@ -617,6 +617,12 @@ export const ErrorCodes = {
   CONFLICT: -32006,
   BUSY: -32007,
   TOO_LARGE: -32008,
+  LIVE_WRITER: -32009,
+  NOT_A_SESSION: -32010,
+  WRITE_FAILED: -32011,
+  NOT_SHRINKING: -32012,
+  SUMMARY_INCOMPLETE: -32013,
+  UNAUTHORIZED: -32014,
 } as const;
 
 export const HookNames = ["beforeCompact", "beforeTree", "reviewSummary"] as const;
