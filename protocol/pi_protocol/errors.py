@@ -1,11 +1,13 @@
-"""JSON-RPC errors, declared once: every ``data.reason`` with its code and meaning.
+"""JSON-RPC errors, declared once: every reason with its code and meaning.
 
 :data:`REASONS` is the one table (reason -> :class:`Reason`): the standard
 JSON-RPC errors and ours (PROTOCOL.md "Errors" and "Additions" -> "Errors").
 The daemon raises ``pi_sessiond.errors.PiError`` subclasses, each naming a
-key of this table; only the JSON-RPC boundary looks a code up here. The
-``Final`` constants name the same codes for code that needs one without a
-reason (framing, the generated TypeScript ``ErrorCodes``).
+key of this table, and answers them with ``data.reason``; only the JSON-RPC
+boundary (``pi_sessiond/rpc/errors.py``) looks a code up here. Framing
+errors of the rpc layer (parse error, invalid request, a cancelled request)
+answer their code alone, without ``data``. The ``Final`` constants name the
+same codes for that layer and for the generated TypeScript ``ErrorCodes``.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ REASONS: Final = MappingProxyType(
         "unauthorized": Reason(UNAUTHORIZED, "a network connection without the daemon's secret"),
     }
 )
-"""Every ``data.reason`` the daemon answers, in the order of the protocol reference."""
+"""Every error the daemon answers, by reason, in the order of the protocol reference."""
 
 REASON_CODES: Final = MappingProxyType({reason: row.code for reason, row in REASONS.items()})
 """``reason -> code``, derived from :data:`REASONS`."""
