@@ -58,7 +58,8 @@ from pi_sessiond.compaction.prepare import CompactionPreparation
 from pi_sessiond.compaction.prompts import SUMMARIZATION_SYSTEM_PROMPT, build_summary_prompt
 from pi_sessiond.compaction.serialize import serialize_conversation
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.engine import NothingToCompactError, compact, prepare_or_refuse
+from pi_sessiond.engine import compact, prepare_or_refuse
+from pi_sessiond.errors import NothingToCompact
 from pi_sessiond.examples.generator import generate, write
 from pi_sessiond.store.session import Session
 from pi_sessiond.summaries import HISTORY_HEADINGS, summarize_history
@@ -109,7 +110,7 @@ def small_session(directory: Path, seed: int, entries: int) -> tuple[Path, Compa
         settings = CompactionSettings(keep_recent_tokens=keep)
         try:
             prep = prepare_or_refuse(session, settings)
-        except NothingToCompactError:
+        except NothingToCompact:
             continue
         if not prep.is_split_turn:
             return path, settings, prep

@@ -134,26 +134,12 @@ def types_section(type_name: TypeName) -> list[str]:
     return out
 
 
-def _reason_descriptions() -> dict[str, str]:
-    """A description per reason, if :mod:`pi_protocol.errors` has such a table (any dict of reason -> text)."""
-    known = {*errors.REASON_CODES, "invalidParams", "cancelled", "internal"}
-    for value in vars(errors).values():
-        texts = isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
-        if texts and value and set(value) <= known:
-            return dict(value)
-    return {}
-
-
 def errors_section() -> list[str]:
-    """Standard codes and ours, each of ours with its ``data.reason``."""
-    standard = [("PARSE_ERROR", "parse error"), ("INVALID_REQUEST", "invalid request"),
-                ("METHOD_NOT_FOUND", "unknown method"), ("INVALID_PARAMS", "invalid params (`invalidParams`)"),
-                ("REQUEST_CANCELLED", "cancelled"), ("INTERNAL_ERROR", "internal (`internal`)")]
-    out = ["## Errors", "", "Standard: " + ", ".join(f"`{getattr(errors, k)}` {what}" for k, what in standard) + ".",
-           "", "Ours, each with `data.reason`:", "", "| code | reason | when |", "|---|---|---|"]
-    described = _reason_descriptions()
-    for reason, code in errors.REASON_CODES.items():
-        out.append(f"| {code} | `{reason}` | {_escape(described.get(reason, ''))} |")
+    """Every code with its ``data.reason`` and description, from :data:`pi_protocol.errors.REASONS`."""
+    out = ["## Errors", "", "Every error carries `data.reason` (the stable name scripts should test), "
+           "and the standard codes too:", "", "| code | reason | when |", "|---|---|---|"]
+    for reason, row in errors.REASONS.items():
+        out.append(f"| {row.code} | `{reason}` | {_escape(row.description)} |")
     return [*out, ""]
 
 

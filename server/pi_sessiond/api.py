@@ -27,7 +27,8 @@ from pi_sessiond.compaction.convert import convert_to_llm
 from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
 from pi_sessiond.compaction.serialize import serialize_conversation
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.engine import CompactResult, ConflictError, NothingToCompactError, compact
+from pi_sessiond.engine import CompactResult, compact
+from pi_sessiond.errors import Conflict, NothingToCompact, PiError
 from pi_sessiond.navigation import BranchSummary, NavigateResult, generate_branch_summary, navigate_tree
 from pi_sessiond.store.session import Session
 from pi_sessiond.summaries import SummaryText, summarize_history
@@ -44,11 +45,12 @@ __all__ = [
     "CompactResult",
     "CompactionPreparation",
     "CompactionSettings",
-    "ConflictError",
+    "Conflict",
     "ContextLengthError",
     "NavigateResult",
-    "NothingToCompactError",
+    "NothingToCompact",
     "OfflineSummarizer",
+    "PiError",
     "Session",
     "Summarizer",
     "SummarizerError",

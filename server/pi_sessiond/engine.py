@@ -2,7 +2,7 @@
 
 Contracts:
 - Pure preparation first (``compaction.prepare``); nothing to summarize is an
-  error (:class:`NothingToCompactError`) instead of Pi 0.73.1's request for a
+  error (:class:`NothingToCompact`) instead of Pi 0.73.1's request for a
   summary of an empty conversation (newer Pi refuses too, upstream #4811).
 - The summary is validated (see ``summaries``) and must not be larger than
   what it replaces (allowing a small floor for tiny ranges); one retry, then
@@ -13,7 +13,7 @@ Contracts:
 - Before writing, the leaf is re-checked: the entry is written when the leaf
   is the prepared one or continues it without another compaction (entries
   appended meanwhile then sit between the kept ones and the compaction, so
-  nothing is lost); any other move is :class:`ConflictError`. Exactly one
+  nothing is lost); any other move is :class:`Conflict`. Exactly one
   ``compaction`` entry is appended, in one line, only after everything
   succeeded, so a failure or cancellation earlier leaves the file untouched.
 - The entry is Pi's (``summary, firstKeptEntryId, tokensBefore, details,
@@ -32,6 +32,7 @@ from pi_protocol import CompactionEntry, CompactionPreview, FileDetails, Usage, 
 from pi_sessiond.compaction.fileops import format_file_operations
 from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction, summary_requests
 from pi_sessiond.compaction.tokens import CompactionSettings, estimate_tokens
+from pi_sessiond.errors import Conflict, NothingToCompact
 from pi_sessiond.store.context import context_from_path
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.layout import now_iso
@@ -41,24 +42,6 @@ from pi_sessiond.summarizers.base import Summarizer
 
 JsonDict = dict[str, Any]
 MIN_SIZE_FLOOR = 2048  # tokens: a structured summary (two, for a split turn) of a tiny range may exceed it
-
-
-class EngineError(Exception):
-    """A compaction that could not be done; ``reason`` is the wire error reason."""
-
-    reason = "internal"
-
-
-class NothingToCompactError(EngineError):
-    """No messages to summarize (or the newest entry already is a compaction)."""
-
-    reason = "nothingToCompact"
-
-
-class ConflictError(EngineError):
-    """The leaf moved to another branch while the summary was being made."""
-
-    reason = "conflict"
 
 
 Progress = Callable[[str, int | None], None]
@@ -83,7 +66,7 @@ class CompactResult:
 
 
 def prepare_or_refuse(session: Session, settings: CompactionSettings) -> CompactionPreparation:
-    """The preparation of the leaf's path, or :class:`NothingToCompactError`."""
+    """The preparation of the leaf's path, or :class:`NothingToCompact`."""
     path = session.path_to()
     return _refuse_or(path, prepare_compaction(path, settings, session.context().messages))
 
@@ -104,9 +87,9 @@ async def prepare_off_loop(session: Session, settings: CompactionSettings) -> Co
 def _refuse_or(path: list[Entry], prep: CompactionPreparation | None) -> CompactionPreparation:
     if prep is None:
         refusal = "Already compacted" if path and path[-1].type == "compaction" else "Nothing to compact"
-        raise NothingToCompactError(f"{refusal} (session too small)" if refusal.startswith("Nothing") else refusal)
+        raise NothingToCompact(f"{refusal} (session too small)" if refusal.startswith("Nothing") else refusal)
     if prep.nothing_to_compact:
-        raise NothingToCompactError("Nothing to compact: every message fits in keepRecentTokens")
+        raise NothingToCompact("Nothing to compact: every message fits in keepRecentTokens")
     return prep
 
 
@@ -197,15 +180,15 @@ def streamed_percentage(tokens: int) -> int:
 
 
 def check_descends(session: Session, leaf_before: str | None) -> None:
-    """:class:`ConflictError` unless the leaf is ``leaf_before`` or continues it without a compaction."""
+    """:class:`Conflict` unless the leaf is ``leaf_before`` or continues it without a compaction."""
     if session.leaf_id == leaf_before:
         return
     for entry in session.tree.iter_up(session.leaf_id):
         if entry.id == leaf_before:
             return
         if entry.type == "compaction":
-            raise ConflictError("another compaction was written while the summary was being made")
-    raise ConflictError("the session moved to another branch while the summary was being made")
+            raise Conflict("another compaction was written while the summary was being made")
+    raise Conflict("the session moved to another branch while the summary was being made")
 
 
 def pending_tokens(session: Session, data: JsonDict) -> int:

@@ -13,7 +13,7 @@ Contracts:
   0.73.1 wrote the new position (upstream #3795). Deliberate fix.
 - Without a summary or label nothing is written (Pi never stores the leaf).
 - The leaf is re-checked before anything is written; if it moved meanwhile the
-  summary is dropped with ``ConflictError``.
+  summary is dropped with ``Conflict``.
 - Hook points for the daemon: ``supplied`` is a finished summary (a
   ``pi/beforeTree`` hook; stored with ``fromHook: true``, used only when a
   summary was asked for) and ``review`` may edit or reject a generated one.
@@ -31,7 +31,8 @@ from pi_sessiond.compaction.branch import collect_entries_for_branch_summary, pr
 from pi_sessiond.compaction.fileops import compute_file_lists, format_file_operations
 from pi_sessiond.compaction.prompts import BRANCH_SUMMARY_PREAMBLE
 from pi_sessiond.compaction.tokens import estimate_context_tokens, estimate_tokens
-from pi_sessiond.engine import ConflictError, Progress, Reviewer, streamed_percentage
+from pi_sessiond.engine import Progress, Reviewer, streamed_percentage
+from pi_sessiond.errors import Conflict
 from pi_sessiond.store.context import context_from_path
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.layout import now_iso
@@ -161,7 +162,7 @@ async def navigate_tree(
             if review is not None:
                 summary = attrs.evolve(summary, summary=await _reviewed(session, target, summary, review))
     if session.leaf_id != old_leaf:
-        raise ConflictError("the session moved to another entry while the branch summary was being made")
+        raise Conflict("the session moved to another entry while the branch summary was being made")
     new_leaf, editor_text = landing(target)
     session.set_leaf(new_leaf)
     try:

@@ -651,9 +651,21 @@ export const ErrorCodes = {
   CONFLICT: -32006,
   BUSY: -32007,
   TOO_LARGE: -32008,
+  LIVE_WRITER: -32009,
+  NOT_A_SESSION: -32010,
+  WRITE_FAILED: -32011,
+  NOT_SHRINKING: -32012,
+  SUMMARY_INCOMPLETE: -32013,
+  UNAUTHORIZED: -32014,
 } as const;
 
 export const ErrorReasons = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internal: -32603,
+  cancelled: -32800,
   unknownSession: -32001,
   unknownEntry: -32002,
   locked: -32003,
@@ -662,6 +674,12 @@ export const ErrorReasons = {
   conflict: -32006,
   busy: -32007,
   tooLarge: -32008,
+  liveWriter: -32009,
+  notASession: -32010,
+  writeFailed: -32011,
+  notShrinking: -32012,
+  summaryIncomplete: -32013,
+  unauthorized: -32014,
 } as const;
 
 export const HookNames = ["beforeCompact", "beforeTree", "reviewSummary"] as const;

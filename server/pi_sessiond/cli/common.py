@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 
+from pi_sessiond.errors import PiError
 from pi_sessiond.examples import example_path
-from pi_sessiond.store.errors import StoreError
 from pi_sessiond.store.session import Session
 
 
@@ -56,7 +56,7 @@ def open_session(path: Path) -> Session:
         session = Session.open(path)
     except OSError as exc:
         raise CliError(f"{path}: {exc.strerror or exc}") from exc
-    except StoreError as exc:
+    except PiError as exc:
         raise CliError(f"{path}: {exc}") from exc
     for warning in session.warnings:
         print(f"{path}:{warning.line}: warning: {warning.message}", file=sys.stderr)

@@ -1,7 +1,8 @@
 """The subcommands of ``pi-sessiond`` (everything but serving the daemon).
 
-Exit codes: 0 success, 1 the operation failed (message on stderr), 2 usage
-error. ``--example`` stands for the bundled example session wherever FILE is
+Exit codes: 0 success, 1 the operation failed (message on stderr: a
+:class:`~pi_sessiond.errors.PiError`'s message, one line), 2 usage error.
+``--example`` stands for the bundled example session wherever FILE is
 expected; commands that write use a temporary copy of it.
 """
 
@@ -20,9 +21,7 @@ from pi_sessiond.cli import serve as serve_command
 from pi_sessiond.cli import stats as stats_command
 from pi_sessiond.cli import tree as tree_command
 from pi_sessiond.cli.common import CliError
-from pi_sessiond.engine import EngineError
-from pi_sessiond.store.errors import StoreError
-from pi_sessiond.summarizers.errors import SummarizerError
+from pi_sessiond.errors import PiError
 
 _COMMANDS = (
     serve_command,
@@ -60,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"pi-sessiond {args.command}: {exc}", file=sys.stderr)
         return exc.code
-    except (StoreError, EngineError, SummarizerError) as exc:  # the operation failed
+    except PiError as exc:  # the operation failed: the same errors the daemon answers with a code
         print(f"pi-sessiond {args.command}: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:

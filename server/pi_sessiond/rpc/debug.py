@@ -16,7 +16,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from pi_protocol.params import GetContextParams
-from pi_sessiond.service.interface import ProgressFactory, ServiceError
+from pi_sessiond.errors import PiError
+from pi_sessiond.service.interface import ProgressFactory
 
 if TYPE_CHECKING:
     from pi_sessiond.rpc.server import PiServer
@@ -78,7 +79,7 @@ def register(server: PiServer) -> None:
     @server.method("debug/fail")
     def fail(params: Any) -> Any:
         if params and params.get("reason"):
-            error = ServiceError(params.get("message", "failed"), data={"detail": 1})
+            error = PiError(params.get("message", "failed"), data={"detail": 1})
             error.reason = params["reason"]
             raise error
         raise ValueError("secret detail that must not reach the client")

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 from pi_protocol.params import InitializationOptions
+from pi_sessiond.errors import PiError
 
 logger = logging.getLogger(__name__)
 
@@ -87,5 +88,6 @@ class DaemonSlot(Generic[D]):
         try:
             call(self._daemon)
         except Exception as exc:
-            logger.error("%s failed: %s", name, exc, exc_info=not hasattr(exc, "reason"))
-            self._on_error(f"pi-sessiond: {name} failed: {getattr(exc, 'message', type(exc).__name__)}")
+            known = isinstance(exc, PiError)
+            logger.error("%s failed: %s", name, exc, exc_info=not known)
+            self._on_error(f"pi-sessiond: {name} failed: {exc if known else type(exc).__name__}")

@@ -1,54 +1,56 @@
-"""Exceptions -> JSON-RPC errors, at the handler boundary only (STYLE.md habit 6).
+"""Exceptions -> JSON-RPC errors: the one place where a reason becomes a code (STYLE.md habit 6).
 
-Service errors keep their stable ``data.reason``; structure errors name the
-field; anything unexpected is logged here with its traceback and reaches the
-client as a short ``-32603`` without one.
+A :class:`~pi_sessiond.errors.PiError` answers the code of its ``reason`` in
+``pi_protocol.errors.REASONS`` with ``data = {"reason": …, **exc.data}``;
+structure errors name the field; anything else is logged here with its
+traceback and reaches the client as a short ``-32603`` without one.
+``asyncio.CancelledError`` is a ``BaseException`` and never passes through
+here: the rpc layer answers a cancelled request ``-32800`` itself.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from pygls.exceptions import JsonRpcException
 
 from pi_protocol import errors as codes
 from pi_protocol.converter import StructureError
-from pi_sessiond.service.interface import ServiceError
+from pi_sessiond.errors import PiError
 
 logger = logging.getLogger(__name__)
-
-_EXTRA_CODES = {"invalidParams": codes.INVALID_PARAMS, "cancelled": codes.REQUEST_CANCELLED}
 
 
 def invalid_params(exc: StructureError, *, prefix: str = "") -> JsonRpcException:
     """``-32602`` naming the field: ``data = {"reason": "invalidParams", "field": "a.b"}``."""
     field = ".".join(str(p) for p in ([prefix] if prefix else []) + list(exc.path))
     message = f"Invalid params: {prefix + '.' if prefix else ''}{exc}"
-    return JsonRpcException(
-        message=message, code=codes.INVALID_PARAMS, data={"reason": "invalidParams", "field": field}
-    )
+    return reason_error("invalidParams", message, {"field": field})
 
 
-def service_error(exc: ServiceError) -> JsonRpcException:
-    """The code for ``exc.reason`` (PROTOCOL.md "Errors"), ``data = {"reason": …, **exc.data}``."""
-    code = _EXTRA_CODES.get(exc.reason) or codes.REASON_CODES.get(exc.reason, codes.INTERNAL_ERROR)
-    return JsonRpcException(message=exc.message, code=code, data={"reason": exc.reason, **exc.data})
+def reason_error(reason: str, message: str, data: dict[str, Any] | None = None) -> JsonRpcException:
+    """The error for ``reason`` (its code from the table), ``data = {"reason": reason, **data}``."""
+    return JsonRpcException(message=message, code=codes.code_for(reason), data={"reason": reason, **(data or {})})
+
+
+def pi_error(exc: PiError) -> JsonRpcException:
+    """The error for ``exc``: the code of ``exc.reason``, ``data = {"reason": …, **exc.data}``."""
+    return reason_error(exc.reason, exc.message, exc.data)
 
 
 def internal_error(exc: BaseException, where: str) -> JsonRpcException:
     """Log ``exc`` with its traceback; the client gets ``-32603`` and the exception type only."""
     logger.error("unexpected error in %s", where, exc_info=exc)
-    return JsonRpcException(
-        message=f"Internal error: {type(exc).__name__}", code=codes.INTERNAL_ERROR, data={"reason": "internal"}
-    )
+    return reason_error("internal", f"Internal error: {type(exc).__name__}")
 
 
 def to_rpc_error(exc: Exception, where: str) -> JsonRpcException:
     """Map any exception raised by a handler to the error sent to the client."""
     if isinstance(exc, JsonRpcException):
         return exc
-    if isinstance(exc, ServiceError):
-        return service_error(exc)
+    if isinstance(exc, PiError):
+        return pi_error(exc)
     if isinstance(exc, StructureError):
         return invalid_params(exc)
     return internal_error(exc, where)

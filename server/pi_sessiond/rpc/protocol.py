@@ -43,7 +43,7 @@ from pygls.protocol import (
 )
 
 from pi_protocol import errors as codes
-from pi_sessiond.rpc.errors import to_rpc_error
+from pi_sessiond.rpc.errors import reason_error, to_rpc_error
 from pi_sessiond.rpc.jsonrpc import (
     Batch,
     Done,
@@ -99,8 +99,8 @@ class PiProtocol(LanguageServerProtocol):
     def too_large(self, size: int, limit: int, msg_id: Any) -> None:
         """Answer a message that was skipped for exceeding ``daemon.maxMessageBytes``."""
         message = f"Message too large: {size} bytes (daemon.maxMessageBytes is {limit})"
-        data = {"reason": "tooLarge", "size": size, "limit": limit}
-        self._emit(error_reply(msg_id if valid_id(msg_id) else None, codes.TOO_LARGE, message, data))
+        error = reason_error("tooLarge", message, {"size": size, "limit": limit})
+        self._emit(error_reply(msg_id if valid_id(msg_id) else None, error.code, error.message, error.data))
 
     def _reject(self, msg_id: Any, message: str, batch: Batch | None) -> None:
         reply = error_reply(msg_id, codes.INVALID_REQUEST, f"Invalid request: {message}")
@@ -148,11 +148,7 @@ class PiProtocol(LanguageServerProtocol):
         try:
             return self._converter.structure(data, cls)
         except Exception as exc:
-            raise JsonRpcException(
-                message=f"Invalid params: {describe_structure_error(exc)}",
-                code=codes.INVALID_PARAMS,
-                data={"reason": "invalidParams"},
-            ) from None
+            raise reason_error("invalidParams", f"Invalid params: {describe_structure_error(exc)}") from None
 
     def handle_message(self, message: Any) -> None:
         """pygls' dispatch without its ``runtime_checkable`` Protocol checks (a third of its cost).
@@ -169,8 +165,8 @@ class PiProtocol(LanguageServerProtocol):
             if hasattr(message, "id"):
                 if len(self._request_futures) >= self.max_in_flight:
                     # A bounded queue: a clear ``busy`` instead of unbounded memory.
-                    reason = {"reason": "busy", "inFlight": len(self._request_futures)}
-                    self._emit(error_reply(message.id, codes.BUSY, "Too many requests in flight", reason))
+                    busy = reason_error("busy", "Too many requests in flight", {"inFlight": len(self._request_futures)})
+                    self._emit(error_reply(message.id, busy.code, busy.message, busy.data))
                     return
                 ctx.run(self._handle_request, message.id, method, message.params)
             else:

@@ -25,10 +25,10 @@ from pi_protocol import ENTRY_TYPES, StructureError, methods, structure, unstruc
 from pi_protocol.params import AppendParams
 from pi_protocol.results import AppendResult, SessionChanged
 from pi_sessiond.compaction.tokens import assistant_usage, calculate_context_tokens, should_compact
+from pi_sessiond.errors import InvalidParams, TooLarge
 from pi_sessiond.estimators import context_tokens
 from pi_sessiond.service.compaction import start_threshold
-from pi_sessiond.service.core import Core, apply_durability, translated
-from pi_sessiond.service.interface import InvalidParams, TooLarge
+from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.models import context_window
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.service.stats import leaf_context_tokens, tokenizer, usage_is_fresh
@@ -47,8 +47,7 @@ async def append(core: Core, opened: OpenSession, params: AppendParams) -> Appen
     rows = validate_entries(params.entries, int(daemon.get("maxMessageBytes") or DEFAULT_MAX_BYTES))
     session = opened.session
     apply_durability(session, settings)
-    with translated():
-        written = session.append(rows)
+    written = session.append(rows)
     _track_turn(opened, written)
     context = session.context()
     tokens = leaf_context_tokens(session, context.messages, tokenizer(settings))

@@ -34,8 +34,9 @@ from pi_protocol.results import (
 )
 from pi_sessiond import engine
 from pi_sessiond.compaction.prepare import CompactionPreparation
-from pi_sessiond.service.core import Core, apply_durability, hook_timeout, translated
-from pi_sessiond.service.interface import NothingToCompact, ProgressFactory, Rejected, ServiceError
+from pi_sessiond.errors import NothingToCompact, PiError, Rejected
+from pi_sessiond.service.core import Core, apply_durability, hook_timeout
+from pi_sessiond.service.interface import ProgressFactory
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.settings import compaction_settings
 from pi_sessiond.store.entry import Entry
@@ -108,12 +109,12 @@ def start_threshold(core: Core, opened: OpenSession) -> None:
             else:
                 await with_progress(core.background_progress, "Compacting session (auto)", None,
                                     lambda report: automatic(core, opened, "threshold", report))
-        except ServiceError as exc:
+        except PiError as exc:
             log.info("auto-compaction of %s did not complete: %s", opened.key, exc.message)
 
     try:
         core.jobs.start(opened.key, "compaction", "threshold", work, background=True)
-    except ServiceError as exc:  # the global limit: try again next turn
+    except PiError as exc:  # the global limit: try again next turn
         opened.turn_compacted = False
         log.info("auto-compaction of %s not started: %s", opened.key, exc.message)
 
@@ -153,16 +154,15 @@ async def compact_session(
     apply_durability(session, settings)
     summarizer = core.summarizer(settings)
     try:
-        with translated():
-            result = await engine.compact(
-                session,
-                summarizer,
-                settings=compaction_settings(settings),
-                custom_instructions=instructions,
-                progress=report,
-                supply=supply,
-                review=reviewed if core.hooks.declared("reviewSummary") else None,
-            )
+        result = await engine.compact(
+            session,
+            summarizer,
+            settings=compaction_settings(settings),
+            custom_instructions=instructions,
+            progress=report,
+            supply=supply,
+            review=reviewed if core.hooks.declared("reviewSummary") else None,
+        )
     finally:
         await summarizer.aclose()
     entry = result.entry
@@ -271,7 +271,7 @@ async def with_progress(
 
 
 def _message(exc: BaseException) -> str:
-    return exc.message if isinstance(exc, ServiceError) else str(exc) or type(exc).__name__
+    return exc.message if isinstance(exc, PiError) else str(exc) or type(exc).__name__
 
 
 def _ignore(message: str, percentage: int | None) -> None:

@@ -1,44 +1,29 @@
 """What every service module shares: the open sessions, settings, jobs and the client seams.
 
-Also the one place where lower-layer exceptions become :class:`ServiceError`
-subclasses (:func:`translated`), and where hooks are asked with a deadline
-(:meth:`Core.ask_hook`): a hook that fails, times out or answers nonsense is
-logged and ignored; cancellation is never swallowed.
+Also where hooks are asked with a deadline (:meth:`Core.ask_hook`): a hook
+that fails, times out or answers nonsense is logged and ignored; cancellation
+is never swallowed. Failures are :class:`pi_sessiond.errors.PiError` from
+whichever layer raised them; nothing here translates them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import attrs
 
 from pi_protocol import StructureError, structure, unstructure
-from pi_sessiond.engine import ConflictError, NothingToCompactError
-from pi_sessiond.service.interface import (
-    Conflict,
-    EventSink,
-    HookClient,
-    InvalidParams,
-    Locked,
-    NothingToCompact,
-    ProgressFactory,
-    SummarizerFailed,
-    UnknownEntry,
-)
+from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.registry import OpenSession, Registry
 from pi_sessiond.service.settings_store import SettingsStore
 from pi_sessiond.settings import summarizer_settings
-from pi_sessiond.store.errors import InvalidEntryError, ReadOnlySessionError, UnknownEntryError
-from pi_sessiond.store.guard import ChangedUnderneathError, LockedError
 from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.base import Summarizer
 from pi_sessiond.summarizers.config import SummarizerSettings
-from pi_sessiond.summarizers.errors import SummarizerError
 
 T = TypeVar("T")
 JsonDict = dict[str, Any]
@@ -66,8 +51,7 @@ class Core:
 
     def summarizer(self, settings: JsonDict) -> Summarizer:
         """A summarizer built from ``summarizer.*`` (close it with ``aclose``)."""
-        with translated():
-            return self.summarizer_factory(summarizer_settings(settings))
+        return self.summarizer_factory(summarizer_settings(settings))
 
     def notify(self, method: str, payload: Any) -> None:
         """Send a notification as plain JSON; a failing sink is logged, never fatal."""
@@ -109,28 +93,3 @@ def hook_timeout(settings: JsonDict, key: str) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
         return float(value)
     return None
-
-
-@contextmanager
-def translated() -> Iterator[None]:
-    """Translate store, engine and summarizer errors into :class:`ServiceError` subclasses."""
-    try:
-        yield
-    except UnknownEntryError as exc:
-        raise UnknownEntry(str(exc), data={"entryId": exc.entry_id}) from exc
-    except LockedError as exc:
-        raise Locked(str(exc)) from exc
-    except ChangedUnderneathError as exc:
-        raise Conflict(str(exc)) from exc
-    except ReadOnlySessionError as exc:
-        raise Locked(f"the session cannot be written: {exc}") from exc
-    except InvalidEntryError as exc:
-        raise InvalidParams(f"entries: {exc}") from exc
-    except NothingToCompactError as exc:
-        raise NothingToCompact(str(exc)) from exc
-    except ConflictError as exc:
-        raise Conflict(str(exc)) from exc
-    except SummarizerError as exc:
-        raise SummarizerFailed(
-            f"the summarizer failed: {exc.message}", data={"status": exc.status, "message": exc.message}
-        ) from exc

@@ -4,8 +4,8 @@ The JSON-RPC layer calls the method a row names (``MethodSpec.service``)
 directly: each takes the row's params object (and, for rows with
 ``progress``, a :class:`~pi_sessiond.service.interface.ProgressFactory`) and
 returns the row's result object (or ``None``); failures are
-:class:`~pi_sessiond.service.interface.ServiceError` subclasses whose
-``reason`` the JSON-RPC layer maps to a code. Methods that can run a
+:class:`~pi_sessiond.errors.PiError` subclasses whose ``reason`` the
+JSON-RPC layer maps to a code. Methods that can run a
 summarizer are coroutines; the rest are synchronous and never wait for a job.
 """
 
@@ -47,9 +47,10 @@ from pi_protocol.results import (
     StatsResult,
     TreeResult,
 )
+from pi_sessiond.errors import InvalidParams
 from pi_sessiond.service import appending, compaction, stats, tree, views
-from pi_sessiond.service.core import Core, SummarizerFactory, apply_durability, translated
-from pi_sessiond.service.interface import EventSink, HookClient, InvalidParams, ProgressFactory
+from pi_sessiond.service.core import Core, SummarizerFactory, apply_durability
+from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.registry import OpenSession, Registry
 from pi_sessiond.service.settings_store import SettingsStore
@@ -154,8 +155,7 @@ class Daemon:
         source = self._get(params.session_id).session
         views.require_entry(source, params.entry_id)
         directory = source.path.parent if source.path is not None else self.core.registry.directory_for(source.cwd)
-        with translated():
-            forked = fork_session(source, params.entry_id, directory)
+        forked = fork_session(source, params.entry_id, directory)
         return views.session_info(self.core.registry.add(forked))
 
     def set_label(self, params: SetLabelParams) -> IdResult:
@@ -165,8 +165,7 @@ class Daemon:
         views.require_entry(session, params.entry_id)
         row = unstructure(LabelEntry(target_id=params.entry_id, label=params.label))
         apply_durability(session, self.core.settings_for(opened))
-        with translated():
-            entry = session.append([row])[0]
+        entry = session.append([row])[0]
         self.core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
                                                                  reason="label"))
         return IdResult(id=entry.id)

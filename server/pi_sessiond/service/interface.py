@@ -13,66 +13,6 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 
-class ServiceError(Exception):
-    """A request that failed for a reason the client should see.
-
-    ``reason`` is the stable ``data.reason`` of PROTOCOL.md "Errors"; the
-    handler layer maps it to the JSON-RPC code. ``data`` adds details (never
-    secrets).
-    """
-
-    reason = "internal"
-
-    def __init__(self, message: str, *, data: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.data = data or {}
-
-
-class UnknownSession(ServiceError):
-    reason = "unknownSession"
-
-
-class UnknownEntry(ServiceError):
-    reason = "unknownEntry"
-
-
-class Locked(ServiceError):
-    reason = "locked"
-
-
-class NothingToCompact(ServiceError):
-    reason = "nothingToCompact"
-
-
-class SummarizerFailed(ServiceError):
-    reason = "summarizerFailed"
-
-
-class Conflict(ServiceError):
-    reason = "conflict"
-
-
-class Busy(ServiceError):
-    reason = "busy"
-
-
-class TooLarge(ServiceError):
-    reason = "tooLarge"
-
-
-class InvalidParams(ServiceError):
-    """Params that parse but make no sense (``-32602``)."""
-
-    reason = "invalidParams"
-
-
-class Rejected(ServiceError):
-    """A hook cancelled or a reviewer rejected: the request answers ``-32800``."""
-
-    reason = "cancelled"
-
-
 class EventSink(Protocol):
     """Sends daemon -> client notifications (``pi/compacted``, ``pi/sessionChanged``…)."""
 

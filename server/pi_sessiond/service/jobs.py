@@ -24,7 +24,7 @@ from typing import Literal, TypeVar
 
 import attrs
 
-from pi_sessiond.service.interface import Busy
+from pi_sessiond.errors import Busy
 
 T = TypeVar("T")
 JobKind = Literal["compaction", "branchSummary"]

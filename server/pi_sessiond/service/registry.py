@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from pi_sessiond.service.interface import InvalidParams, UnknownSession
+from pi_sessiond.errors import InvalidParams, UnknownSession
 from pi_sessiond.store.layout import session_dir, sessions_root
 from pi_sessiond.store.listing import list_sessions
 from pi_sessiond.store.session import Session

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pi_sessiond.service.interface import InvalidParams
+from pi_sessiond.errors import InvalidParams
 from pi_sessiond.settings import DEFAULTS, merge, read_json_file
 from pi_sessiond.store.layout import agent_dir
 

@@ -25,7 +25,7 @@ from pi_sessiond.compaction.branch import BranchCollection, collect_entries_for_
 from pi_sessiond.navigation import BranchSummary, navigate_tree
 from pi_sessiond.navigation import NavigateResult as Navigated
 from pi_sessiond.service.compaction import Report, hook_usage, review, with_progress
-from pi_sessiond.service.core import Core, apply_durability, hook_timeout, translated
+from pi_sessiond.service.core import Core, apply_durability, hook_timeout
 from pi_sessiond.service.interface import ProgressFactory
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.service.views import require_entry
@@ -80,20 +80,19 @@ async def _navigate(
 
     summarizer = core.summarizer(settings) if params.summarize and supplied is None else None
     try:
-        with translated():
-            return await navigate_tree(
-                opened.session,
-                params.target_id,
-                summarizer=summarizer,
-                summarize=params.summarize,
-                custom_instructions=params.custom_instructions,
-                replace_instructions=params.replace_instructions,
-                label=params.label,
-                reserve_tokens=branch_reserve_tokens(settings),
-                progress=report,
-                supplied=supplied,
-                review=reviewed if core.hooks.declared("reviewSummary") else None,
-            )
+        return await navigate_tree(
+            opened.session,
+            params.target_id,
+            summarizer=summarizer,
+            summarize=params.summarize,
+            custom_instructions=params.custom_instructions,
+            replace_instructions=params.replace_instructions,
+            label=params.label,
+            reserve_tokens=branch_reserve_tokens(settings),
+            progress=report,
+            supplied=supplied,
+            review=reviewed if core.hooks.declared("reviewSummary") else None,
+        )
     finally:
         if summarizer is not None:
             await summarizer.aclose()

@@ -1,34 +1,31 @@
-"""The store's exception tree (translated to JSON-RPC codes at the handler edge)."""
+"""The store's failures: subclasses of the wire classes in :mod:`pi_sessiond.errors`.
+
+Each one already carries the ``reason`` the client sees, so nothing above the
+store translates them.
+"""
 
 from __future__ import annotations
 
-
-class StoreError(Exception):
-    """Base of every session-store failure."""
-
-    reason = "storeError"
+from pi_sessiond.errors import InvalidParams, Locked, UnknownEntry
 
 
-class UnknownEntryError(StoreError, KeyError):
-    """An entry id that is not in the session."""
-
-    reason = "unknownEntry"
+class UnknownEntryError(UnknownEntry, KeyError):
+    """An entry id that is not in the session (``data.entryId``)."""
 
     def __init__(self, entry_id: str | None) -> None:
-        super().__init__(f"Entry {entry_id} not found")
+        super().__init__(f"Entry {entry_id} not found", data={"entryId": entry_id})
         self.entry_id = entry_id
 
-    def __str__(self) -> str:
-        return str(self.args[0])
+
+class ReadOnlySessionError(Locked):
+    """The file cannot be written safely (e.g. it has no session header): ``locked``."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"the session cannot be written: {why}")
 
 
-class ReadOnlySessionError(StoreError):
-    """The file cannot be written safely (e.g. it has no session header)."""
+class InvalidEntryError(InvalidParams, ValueError):
+    """An entry to append is not a Pi entry: ``invalidParams`` on ``entries``."""
 
-    reason = "readOnly"
-
-
-class InvalidEntryError(StoreError, ValueError):
-    """An entry to append is not a Pi entry."""
-
-    reason = "invalidEntry"
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"entries: {problem}")

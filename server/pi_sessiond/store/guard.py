@@ -19,20 +19,16 @@ import os
 from pathlib import Path
 from typing import IO
 
-from pi_sessiond.store.errors import StoreError
+from pi_sessiond.errors import Conflict, Locked
 from pi_sessiond.store.files import remove_stale_temps
 
 
-class LockedError(StoreError):
+class LockedError(Locked):
     """Another process holds the session's write lock."""
 
-    reason = "locked"
 
-
-class ChangedUnderneathError(StoreError):
+class ChangedUnderneathError(Conflict):
     """The file shrank or was replaced by another program since we read it."""
-
-    reason = "conflict"
 
 
 class FileGuard:

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pi_sessiond.errors import SummarizerFailed
 
-class SummarizerError(Exception):
-    """The summarizer failed (after its retries). ``status`` is the HTTP status, if any."""
 
-    reason = "summarizerFailed"
+class SummarizerError(SummarizerFailed):
+    """The summarizer failed (after its retries): ``summarizerFailed``.
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
+    ``detail`` is the provider's (redacted) message and ``status`` the HTTP
+    status, if any; both travel in ``data``. ``message``, what a user reads,
+    says that the summarizer failed and why.
+    """
+
+    def __init__(self, detail: str, *, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__(f"the summarizer failed: {detail}", data={"status": status, "message": detail})
+        self.detail = detail
         self.status = status
         self.retryable = retryable
 

@@ -258,7 +258,7 @@ class HttpSummarizer:
                 if attempt + 1 >= attempts:
                     tries = f"{attempts} attempts" if attempts > 1 else "1 attempt"
                     raise SummarizerError(
-                        f"{exc.message} (gave up after {tries})", status=exc.status, retryable=True
+                        f"{exc.detail} (gave up after {tries})", status=exc.status, retryable=True
                     ) from exc
                 retry_after = exc.retry_after if isinstance(exc, ProviderError) else None
                 delay = backoff_delay(self.settings, attempt, retry_after)
@@ -267,7 +267,7 @@ class HttpSummarizer:
                     self.name,
                     attempt + 1,
                     attempts,
-                    exc.message,
+                    exc.detail,
                     delay,
                 )
                 await asyncio.sleep(delay)

@@ -11,7 +11,8 @@ import pytest
 
 from pi_sessiond.compaction.prompts import SPLIT_TURN_SEPARATOR
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.engine import ConflictError, NothingToCompactError, compact
+from pi_sessiond.engine import compact
+from pi_sessiond.errors import Conflict, NothingToCompact
 from pi_sessiond.examples.generator import generate, write
 from pi_sessiond.store.session import Session
 from pi_sessiond.summaries import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
@@ -54,7 +55,7 @@ async def test_nothing_to_compact_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "small.jsonl"
     write(path, generate(seed=1, entries=20, shape="linear"))
     before = path.read_bytes()
-    with pytest.raises(NothingToCompactError):
+    with pytest.raises(NothingToCompact):
         await compact(Session.open(path), OfflineSummarizer())
     assert path.read_bytes() == before
 
@@ -62,7 +63,7 @@ async def test_nothing_to_compact_writes_nothing(tmp_path: Path) -> None:
 async def test_a_second_compaction_right_after_the_first_is_refused(fixture_copy: Path) -> None:
     session = Session.open(fixture_copy)
     await compact(session, OfflineSummarizer(), settings=CompactionSettings(keep_recent_tokens=5000))
-    with pytest.raises(NothingToCompactError, match="Already compacted"):
+    with pytest.raises(NothingToCompact, match="Already compacted"):
         await compact(session, OfflineSummarizer())
 
 
@@ -81,7 +82,7 @@ class _MovesTheLeaf(OfflineSummarizer):
 async def test_leaf_moving_during_the_summary_is_a_conflict(fixture_copy: Path) -> None:
     session = Session.open(fixture_copy)
     before = fixture_copy.read_bytes()
-    with pytest.raises(ConflictError):
+    with pytest.raises(Conflict):
         await compact(session, _MovesTheLeaf(session, f"{500:08x}"))
     assert fixture_copy.read_bytes() == before
 

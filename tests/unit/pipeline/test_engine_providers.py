@@ -35,7 +35,8 @@ from pi_sessiond.compaction.prompts import (
 )
 from pi_sessiond.compaction.serialize import serialize_conversation
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.engine import CompactResult, NothingToCompactError, compact, prepare_or_refuse
+from pi_sessiond.engine import CompactResult, compact, prepare_or_refuse
+from pi_sessiond.errors import NothingToCompact
 from pi_sessiond.examples.generator import generate, write
 from pi_sessiond.navigation import navigate_tree
 from pi_sessiond.store.session import Session
@@ -77,7 +78,7 @@ def small_session(tmp_path: Path) -> tuple[Path, CompactionSettings]:
         settings = CompactionSettings(keep_recent_tokens=keep)
         try:
             prep = prepare_or_refuse(session, settings)
-        except NothingToCompactError:
+        except NothingToCompact:
             continue
         if not prep.is_split_turn and len(prep.messages_to_summarize) >= 8:
             return path, settings

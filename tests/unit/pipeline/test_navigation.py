@@ -22,7 +22,7 @@ import pytest
 from tests.unit.store.helpers import assistant, user, write_lines
 
 from pi_sessiond.compaction.prompts import BRANCH_SUMMARY_PREAMBLE
-from pi_sessiond.engine import ConflictError
+from pi_sessiond.errors import Conflict
 from pi_sessiond.navigation import NO_CONTENT, generate_branch_summary, navigate_tree
 from pi_sessiond.store.errors import ReadOnlySessionError, UnknownEntryError
 from pi_sessiond.store.session import Session
@@ -387,7 +387,7 @@ class MovesTheLeaf(OfflineSummarizer):
 async def test_leaf_moved_during_the_summary_is_a_conflict(path: Path) -> None:
     before = path.read_bytes()
     session = Session.open(path)
-    with pytest.raises(ConflictError):
+    with pytest.raises(Conflict):
         await navigate_tree(session, "u1", summarizer=MovesTheLeaf(session, "u2"), summarize=True, label="x")
     assert session.leaf_id == "u2"  # where the other navigation put it, not ours
     assert len(session.entries) == 4 and session.tree.labels == {}

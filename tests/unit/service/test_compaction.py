@@ -18,7 +18,7 @@ from pi_protocol.params import (
     SessionParams,
     UpdateSettingsParams,
 )
-from pi_sessiond.service.interface import Busy, Conflict, NothingToCompact, Rejected, SummarizerFailed
+from pi_sessiond.errors import Busy, Conflict, NothingToCompact, Rejected, SummarizerFailed
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.errors import SummarizerError
 from pi_sessiond.summarizers.offline import OfflineSummarizer

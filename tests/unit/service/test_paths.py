@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pi_protocol.params import AppendParams, CreateSessionParams, OpenSessionParams
-from pi_sessiond.service.interface import InvalidParams
+from pi_sessiond.errors import InvalidParams
 
 from .fakes import make_daemon, open_file, session_file, user
 

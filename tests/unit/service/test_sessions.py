@@ -21,7 +21,7 @@ from pi_protocol.params import (
     SessionParams,
     SetLabelParams,
 )
-from pi_sessiond.service.interface import InvalidParams, TooLarge, UnknownEntry, UnknownSession
+from pi_sessiond.errors import InvalidParams, TooLarge, UnknownEntry, UnknownSession
 
 from .fakes import assistant, make_daemon, open_file, session_file, user
 

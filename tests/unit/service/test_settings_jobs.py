@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pi_protocol.params import GetSettingsParams, InitializationOptions, UpdateSettingsParams
-from pi_sessiond.service.interface import Busy, InvalidParams
+from pi_sessiond.errors import Busy, InvalidParams
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.models import builtin_window, context_window
 from pi_sessiond.service.settings_store import SettingsStore

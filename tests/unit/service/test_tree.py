@@ -10,8 +10,8 @@ import pytest
 
 from pi_protocol import methods
 from pi_protocol.params import AppendParams, GetTreeParams, NavigateTreeParams
+from pi_sessiond.errors import Busy, Conflict, Rejected, UnknownEntry
 from pi_sessiond.service.daemon import Daemon
-from pi_sessiond.service.interface import Busy, Conflict, Rejected, UnknownEntry
 
 from .fakes import Counting, Gate, Hooks, Progress, make_daemon, open_file, session_file, user
 

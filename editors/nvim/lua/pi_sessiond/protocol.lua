@@ -44,6 +44,9 @@ M.errors = {
   invalidParams = -32602,
   cancelled = -32800,
   internal = -32603,
+  parseError = -32700,
+  invalidRequest = -32600,
+  methodNotFound = -32601,
   unknownSession = -32001,
   unknownEntry = -32002,
   locked = -32003,
@@ -52,6 +55,12 @@ M.errors = {
   conflict = -32006,
   busy = -32007,
   tooLarge = -32008,
+  liveWriter = -32009,
+  notASession = -32010,
+  writeFailed = -32011,
+  notShrinking = -32012,
+  summaryIncomplete = -32013,
+  unauthorized = -32014,
 }
 
 --- Every error code by name.
@@ -70,6 +79,12 @@ M.codes = {
   CONFLICT = -32006,
   BUSY = -32007,
   TOO_LARGE = -32008,
+  LIVE_WRITER = -32009,
+  NOT_A_SESSION = -32010,
+  WRITE_FAILED = -32011,
+  NOT_SHRINKING = -32012,
+  SUMMARY_INCOMPLETE = -32013,
+  UNAUTHORIZED = -32014,
 }
 
 return M
