@@ -45,7 +45,6 @@ from pi_sessiond.rpc.lazy import LazyDaemon
 from pi_sessiond.rpc.methods import register_method
 from pi_sessiond.rpc.protocol import MessageSink, PiProtocol
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
-from pi_sessiond.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +61,10 @@ class DaemonLifecycle(Protocol):
     def configure(self, options: InitializationOptions) -> None: ...
 
     def update_configuration(self, settings: dict[str, Any]) -> None: ...
+
+    def max_message_bytes(self) -> int:
+        """``daemon.maxMessageBytes`` in force daemon-wide: what the framing enforces."""
+        ...
 
     async def aclose(self) -> None: ...
 
@@ -89,9 +92,9 @@ class PiServer(LanguageServer):
 
     protocol: PiProtocol
 
-    def __init__(self, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+    def __init__(self) -> None:
         super().__init__(SERVER_NAME, _version(), protocol_cls=PiProtocol, converter_factory=raw_converter)
-        self.max_message_bytes = max_message_bytes
+        self._limit: int | None = None
         self.events = LspEventSink(self)
         self.hooks = LspHookClient(self)
         self.declared_hooks: frozenset[str] = frozenset()
@@ -151,6 +154,21 @@ class PiServer(LanguageServer):
         return f"pi-progress-{next(self._ids)}"
 
     # -------------------------------------------------- transport endpoint
+
+    @property
+    def max_message_bytes(self) -> int:
+        """The framing limit: ``daemon.maxMessageBytes`` of the daemon's settings once the daemon exists.
+
+        Before that (and without a daemon): the same setting from the defaults, the
+        global settings file and ``initializationOptions`` / the last configuration change.
+        """
+        daemon = self.daemon
+        if daemon is not None and getattr(daemon, "materialized", True):
+            return int(daemon.max_message_bytes())
+        if self._limit is None:
+            self._apply_limits(None)
+        assert self._limit is not None
+        return self._limit
 
     @property
     def exit_code(self) -> int | None:
@@ -238,10 +256,10 @@ class PiServer(LanguageServer):
                 logger.exception("update_configuration failed")
 
     def _apply_limits(self, settings: dict[str, Any] | None) -> None:
-        daemon = (settings or {}).get("daemon")
-        limit = daemon.get("maxMessageBytes") if isinstance(daemon, dict) else None
-        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
-            self.max_message_bytes = limit
+        from pi_sessiond.settings import DEFAULT_LAYER, Layer, file_layer, global_path, resolve
+
+        layers = [DEFAULT_LAYER, file_layer("global", global_path()), Layer("initialize", settings or {})]
+        self._limit = resolve(layers).settings.daemon.max_message_bytes
 
 
 def _plain(method: Callable[[Any], None]) -> Callable[[Any], None]:
@@ -290,7 +308,6 @@ def make_server(
     *,
     daemon_factory: DaemonFactory | None = None,
     sessions_dir: str | None = None,
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     debug_methods: bool | None = None,
     defer_daemon: bool = True,
 ) -> PiServer:
@@ -305,7 +322,7 @@ def make_server(
     ``PI_SESSIOND_DEBUG_METHODS=1`` environment variable) adds the ``debug/*``
     test methods of :mod:`pi_sessiond.rpc.debug`.
     """
-    server = PiServer(max_message_bytes=max_message_bytes)
+    server = PiServer()
     factory = daemon_factory or _default_daemon_factory(sessions_dir)
     if factory is not None:
         make_daemon = factory
