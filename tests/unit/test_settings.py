@@ -61,7 +61,8 @@ def test_defaults_are_the_protocol_table_and_feed_every_consumer() -> None:
     assert resolved.settings == Settings() and resolved.errors == ()
     assert set(resolved.sources.values()) == {"default"} and resolved.sources["summarizer.headers"] == "default"
     built = summarizer_settings(resolved.settings.summarizer)
-    assert (built.provider, built.context_window, built.timeout_seconds, built.max_retries) == ("offline", 128000, 120, 3)
+    shown = (built.provider, built.context_window, built.timeout_seconds, built.max_retries)
+    assert shown == ("offline", 128000, 120, 3)
 
 
 @pytest.mark.parametrize(("layer", "key", "message"), INVALID, ids=[case[1] for case in INVALID])
