@@ -114,9 +114,21 @@ class EstimateTokensResult:
 
 
 @attrs.define(kw_only=True)
+class SettingsIssue:
+    """A settings value that was not applied: ``file`` (a path) and the dotted ``key`` in it."""
+
+    file: str
+    key: str
+    message: str
+
+
+@attrs.define(kw_only=True)
 class SettingsResult:
+    """``settings`` is the merged tree (``pi_protocol.settings.Settings``) unstructured: known keys only."""
+
     settings: dict[str, Any] = attrs.field(factory=dict)
     sources: dict[str, str] | None = None
+    errors: list[SettingsIssue] | None = None
 
 
 # -- notifications ------------------------------------------------------------

@@ -19,7 +19,6 @@ from pi_sessiond.rpc.deferred import DaemonLifecycle, DaemonSlot
 from pi_sessiond.rpc.methods import register_table
 from pi_sessiond.rpc.server import PiServer
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
-from pi_sessiond.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 DEBUG_METHODS_ENV = "PI_SESSIOND_DEBUG_METHODS"
 
@@ -46,7 +45,6 @@ def make_server(
     *,
     daemon_factory: DaemonFactory | None = None,
     sessions_dir: str | None = None,
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     debug_methods: bool | None = None,
     defer_daemon: bool = True,
 ) -> PiServer:
@@ -60,7 +58,7 @@ def make_server(
     ``PI_SESSIOND_DEBUG_METHODS=1`` environment variable) adds the ``debug/*``
     test methods of :mod:`pi_sessiond.rpc.debug`.
     """
-    server = PiServer(max_message_bytes=max_message_bytes)
+    server = PiServer()
     make_daemon = daemon_factory or default_daemon_factory(sessions_dir)
     slot = DaemonSlot(lambda: make_daemon(server.events, server.hooks, server.progress_factory()), server.log_error)
     server.daemon = slot

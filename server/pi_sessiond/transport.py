@@ -3,9 +3,11 @@
 The reader accepts what real clients send and nothing it cannot resync from:
 header names in any case, CRLF or bare LF line ends, any extra headers;
 ``Content-Length`` is required and must be a decimal number. A message above
-the size limit is read and discarded in chunks (never held in memory) and
-answered ``-32008 tooLarge`` (with its id when it can be seen before
-``params``, else ``id: null``). A broken frame cannot be recovered from in
+the size limit (the endpoint's ``max_message_bytes``, read for every message:
+``daemon.maxMessageBytes`` as the connection's settings say now) is read and
+discarded in chunks (never held in memory) and answered ``-32008 tooLarge``
+(with its id when it can be seen before ``params``, else ``id: null``). A
+broken frame cannot be recovered from in
 any framing (a wrong length shifts every later message), so a missing or
 non-numeric ``Content-Length``, a malformed header line or EOF inside a
 message stops the connection: logged, exit code 1 for stdio (fail fast).
@@ -32,9 +34,11 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
+from pi_protocol.settings import DEFAULT_SETTINGS
+
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_MESSAGE_BYTES = DEFAULT_SETTINGS.daemon.max_message_bytes
 HEADER_LINE_LIMIT = 64 * 1024
 _READ_CHUNK = 256 * 1024
 _SNIFF_BYTES = 4096
@@ -51,7 +55,10 @@ class FramingError(Exception):
 class Endpoint(Protocol):
     """One connection's server (``PiServer`` implements it)."""
 
-    max_message_bytes: int
+    @property
+    def max_message_bytes(self) -> int:
+        """The size limit of the next message (``daemon.maxMessageBytes`` in force)."""
+        ...
 
     @property
     def exit_code(self) -> int | None: ...
@@ -394,9 +401,18 @@ class _WebSocketSink:
 
 
 async def serve_ws(
-    host: str, port: int, make_endpoint: Callable[[], Endpoint], ready: Callable[[str, int], None] | None = None
+    host: str,
+    port: int,
+    make_endpoint: Callable[[], Endpoint],
+    ready: Callable[[str, int], None] | None = None,
+    max_size: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> None:
-    """WebSocket listener (needs the optional ``websockets`` package, ``pygls[ws]``)."""
+    """WebSocket listener (needs the optional ``websockets`` package, ``pygls[ws]``).
+
+    A message above the endpoint's ``max_message_bytes`` is answered ``-32008``;
+    one above ``max_size`` (the listener's cap, fixed when it starts) closes that
+    connection, as ``websockets`` does.
+    """
     import importlib
 
     ws_server: Any = importlib.import_module("websockets.asyncio.server")
@@ -408,7 +424,11 @@ async def serve_ws(
         endpoint.attach(sink, stopped.set)
         try:
             async for message in websocket:
-                endpoint.receive(message.encode() if isinstance(message, str) else message)
+                body = message.encode() if isinstance(message, str) else message
+                if len(body) > endpoint.max_message_bytes:
+                    endpoint.too_large(len(body), endpoint.max_message_bytes, sniff_id(body[:_SNIFF_BYTES]))
+                else:
+                    endpoint.receive(body)
                 await sink.drain()
                 if stopped.is_set():
                     break
@@ -418,8 +438,7 @@ async def serve_ws(
             await endpoint.aclose()
             await sink.close()
 
-    limit = DEFAULT_MAX_MESSAGE_BYTES
-    async with ws_server.serve(on_connection, host, port, max_size=limit) as server:
+    async with ws_server.serve(on_connection, host, port, max_size=max_size) as server:
         sock_host, sock_port = next(iter(server.sockets)).getsockname()[:2]
         if ready is not None:
             ready(sock_host, sock_port)

@@ -303,6 +303,26 @@ def test_message_over_the_configured_limit_is_skipped_and_answered_too_large(raw
     raw.ping()
 
 
+def test_the_global_settings_limit_is_enforced_and_follows_changes(isolated_agent_dir: Path) -> None:
+    (isolated_agent_dir / "settings.json").write_text(json.dumps({"daemon": {"maxMessageBytes": 1000}}))
+    server = Raw()  # started after the file was written, with PI_CODING_AGENT_DIR pointing at it
+    try:
+        init = server.call(0, "initialize", {"processId": None, "capabilities": {}})
+        assert init["result"]["capabilities"]["experimental"]["pi"]["maxMessageBytes"] == 1000
+        big = frame(req("big", "debug/echo", {"x": "y" * 5000}))
+        server.send(big)
+        reply = server.recv()
+        assert error_of(reply) == ("big", -32008) and reply["error"]["data"]["limit"] == 1000
+        raised = server.call(1, "pi/updateSettings", {"settings": {"daemon": {"maxMessageBytes": 100000}}})
+        assert raised["result"]["settings"]["daemon"]["maxMessageBytes"] == 100000
+        server.send(big)
+        assert server.recv()["result"] == {"x": "y" * 5000}
+        settings = server.call(2, "pi/getSettings", {})["result"]
+        assert settings["sources"]["daemon.maxMessageBytes"] == "initialize" and settings["errors"] == []
+    finally:
+        server.stop()
+
+
 def test_default_limit_skips_65_mib_without_holding_it_in_memory(raw: Raw) -> None:
     raw.ping()
     baseline = raw.status("VmRSS")

@@ -60,4 +60,7 @@ def test_docs_reference_lists_every_method_notification_hook_and_reason() -> Non
         assert f"### `{spec.name}`" in text
     for reason, code in errors.REASON_CODES.items():
         assert f"| {code} | `{reason}` |" in text
-    assert "## Settings" in text and "| `compaction.reserveTokens` | `16384` |" in text
+    assert "## Settings" in text and "| `compaction.reserveTokens` | `number` | `16384` | ≥ 0 |" in text
+    keys = ("daemon.maxMessageBytes", "summarizer.provider", "tokenizer", "security.allowProjectSummarizerSettings")
+    for key in keys:
+        assert f"| `{key}` |" in text

@@ -471,9 +471,16 @@ export interface EstimateTokensResult {
   estimator: string;
 }
 
+export interface SettingsIssue {
+  file: string;
+  key: string;
+  message: string;
+}
+
 export interface SettingsResult {
   settings?: Record<string, unknown>;
   sources?: Record<string, string> | null;
+  errors?: SettingsIssue[] | null;
 }
 
 export interface CompactionStarted {
@@ -568,6 +575,50 @@ export interface ReviewSummaryParams {
 export interface ReviewSummaryAnswer {
   action: "accept" | "edit" | "reject";
   summary?: string | null;
+}
+
+export interface CompactionSettings {
+  enabled?: boolean;
+  reserveTokens?: number;
+  keepRecentTokens?: number;
+}
+
+export interface BranchSummarySettings {
+  reserveTokens?: number;
+}
+
+export interface SummarizerSection {
+  provider: "offline" | "openai" | "anthropic";
+  baseUrl?: string | null;
+  model?: string | null;
+  apiKeyEnv?: string | null;
+  contextWindow?: number;
+  maxTokens?: number | null;
+  headers?: Record<string, string>;
+  timeoutSeconds?: number;
+}
+
+export interface DaemonSettings {
+  hookTimeoutSeconds?: number | null;
+  reviewTimeoutSeconds?: number | null;
+  fsync: "always" | "never";
+  maxMessageBytes?: number;
+  maxConcurrentSummaries?: number;
+}
+
+export interface SecuritySettings {
+  allowProjectSummarizerSettings?: boolean;
+}
+
+export interface Settings {
+  compaction?: CompactionSettings;
+  branchSummary?: BranchSummarySettings;
+  contextWindow?: number | null;
+  models?: Record<string, unknown>;
+  summarizer?: SummarizerSection;
+  tokenizer: "pi" | "cl100k" | "calibrated";
+  daemon?: DaemonSettings;
+  security?: SecuritySettings;
 }
 
 export type ContentBlock = TextContent | ThinkingContent | ToolCall | ImageContent;

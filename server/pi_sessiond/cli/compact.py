@@ -17,15 +17,14 @@ import sys
 from typing import Any
 
 from pi_protocol import CompactionPreview, CompactResult, unstructure
+from pi_protocol.settings import CompactionSettings, Settings
 from pi_sessiond.cli.common import CliError, add_file_argument, open_session, print_json, session_path
 from pi_sessiond.cli.runtime import add_summarizer_arguments, settings_for, summarizer_for
 from pi_sessiond.compaction.prepare import (
     CompactionPreparation,
     prepare_compaction,
 )
-from pi_sessiond.compaction.tokens import CompactionSettings
 from pi_sessiond.engine import compact, preview
-from pi_sessiond.settings import compaction_settings
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session
 
@@ -70,7 +69,7 @@ def add_parser(sub: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def settings_from(args: argparse.Namespace, cwd: str | None = None) -> JsonDict:
+def settings_from(args: argparse.Namespace, cwd: str | None = None) -> Settings:
     """Layered settings plus the command-line overrides."""
     compaction = {
         key: value
@@ -106,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.dry_run:
         return asyncio.run(_compact(session, settings, args))
     path = session.path_to()
-    prep = prepare_compaction(path, compaction_settings(settings))
+    prep = prepare_compaction(path, settings.compaction)
     if prep is None:
         raise CliError(refusal(path), 1)
     doc = preview(prep, args.instructions)
@@ -117,13 +116,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _compact(session: Session, settings: JsonDict, args: argparse.Namespace) -> int:
+async def _compact(session: Session, settings: Settings, args: argparse.Namespace) -> int:
     summarizer = summarizer_for(settings)
     try:
         result = await compact(
             session,
             summarizer,
-            settings=compaction_settings(settings),
+            settings=settings.compaction,
             custom_instructions=args.instructions,
             progress=None if args.json else _progress,
         )

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from pi_protocol import ContextResult, unstructure
-from pi_sessiond.cli.common import CliError, add_file_argument, open_session, preview, print_json, session_path
+from pi_sessiond.cli.common import add_file_argument, open_session, preview, print_json, session_path
 from pi_sessiond.estimators import ESTIMATOR_NAMES, context_tokens
 from pi_sessiond.settings import load_settings
 from pi_sessiond.store.session import Session
@@ -43,9 +43,7 @@ def context_result(session: Session, leaf_id: str | None, tokenizer: str = "pi")
 
 def run(args: argparse.Namespace) -> int:
     session = open_session(session_path(args))
-    tokenizer = args.tokenizer or str(load_settings(session.cwd or None).get("tokenizer") or "pi")
-    if tokenizer not in ESTIMATOR_NAMES:
-        raise CliError(f"settings.tokenizer must be one of {', '.join(ESTIMATOR_NAMES)}, not {tokenizer!r}")
+    tokenizer = args.tokenizer or load_settings(session.cwd or None).settings.tokenizer
     result = context_result(session, args.leaf, tokenizer)
     if args.json:
         print_json(unstructure(result))

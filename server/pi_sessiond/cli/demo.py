@@ -15,13 +15,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pi_protocol.settings import Settings
 from pi_sessiond.cli.common import open_session
 from pi_sessiond.cli.context import describe
 from pi_sessiond.cli.runtime import add_summarizer_arguments, settings_for, summarizer_for
 from pi_sessiond.compaction.tokens import estimate_context_tokens
 from pi_sessiond.engine import compact
 from pi_sessiond.examples import example_path
-from pi_sessiond.settings import compaction_settings
 from pi_sessiond.store.session import Session
 
 DEMO_KEEP_RECENT = 6000
@@ -43,14 +43,14 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(_demo(session, settings))
 
 
-async def _demo(session: Session, settings: dict[str, Any]) -> int:
+async def _demo(session: Session, settings: Settings) -> int:
     before = session.context()
     summarizer = summarizer_for(settings)
     print(f"Session: {session.path}")
     print(f"Summarizer: {summarizer.name}\n")
     _show("Before", before.messages, estimate_context_tokens(list(before.messages)).tokens)
     try:
-        result = await compact(session, summarizer, settings=compaction_settings(settings))
+        result = await compact(session, summarizer, settings=settings.compaction)
     finally:
         await summarizer.aclose()
     print("\n=== Summary written as a compaction entry " + "=" * 30)

@@ -12,10 +12,10 @@ import sys
 from typing import Any
 
 from pi_protocol import NavigateResult, unstructure
+from pi_protocol.settings import Settings
 from pi_sessiond.cli.common import add_file_argument, open_session, print_json, session_path
 from pi_sessiond.cli.runtime import add_summarizer_arguments, settings_for, summarizer_for
 from pi_sessiond.navigation import navigate_tree
-from pi_sessiond.settings import branch_reserve_tokens
 from pi_sessiond.store.session import Session
 
 JsonDict = dict[str, Any]
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(_navigate(session, settings, args))
 
 
-async def _navigate(session: Session, settings: JsonDict, args: argparse.Namespace) -> int:
+async def _navigate(session: Session, settings: Settings, args: argparse.Namespace) -> int:
     summarizer = summarizer_for(settings) if args.summarize else None
     try:
         result = await navigate_tree(
@@ -56,7 +56,7 @@ async def _navigate(session: Session, settings: JsonDict, args: argparse.Namespa
             custom_instructions=args.instructions,
             replace_instructions=args.replace_instructions,
             label=args.label,
-            reserve_tokens=branch_reserve_tokens(settings),
+            reserve_tokens=settings.branch_summary.reserve_tokens,
         )
     finally:
         if summarizer is not None:

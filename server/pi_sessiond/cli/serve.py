@@ -5,7 +5,10 @@ after ``shutdown`` + ``exit`` or at EOF, 1 for ``exit`` without ``shutdown``
 or a broken frame). ``--tcp``/``--ws`` serve any number of clients, each with
 its own server and Daemon, until interrupted; the listening address is printed
 to stderr as ``pi-sessiond: listening on tcp://HOST:PORT`` (port 0 picks a
-free one). Logs go to ``--log-file`` or stderr, never stdout. This module
+free one). Every connection enforces the ``daemon.maxMessageBytes`` of its
+settings (default < global file < ``initializationOptions``); a WebSocket
+listener also caps every message at the global value it had when it started.
+Logs go to ``--log-file`` or stderr, never stdout. This module
 imports nothing heavy, so ``--help`` stays fast and the import of pygls counts
 only when serving.
 """
@@ -83,7 +86,10 @@ def run(args: argparse.Namespace) -> int:
         if tcp is not None:
             asyncio.run(transport.serve_tcp(tcp[0], tcp[1], make_server, _announce("tcp")))
         elif ws is not None:
-            asyncio.run(transport.serve_ws(ws[0], ws[1], make_server, _announce("ws")))
+            from pi_sessiond.settings import load_settings
+
+            cap = load_settings().settings.daemon.max_message_bytes
+            asyncio.run(transport.serve_ws(ws[0], ws[1], make_server, _announce("ws"), max_size=cap))
     except KeyboardInterrupt:
         return 0
     except OSError as exc:

@@ -20,7 +20,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     session = open_session(session_path(args))
-    stats = session_stats(session, load_settings(session.cwd or None))
+    stats = session_stats(session, load_settings(session.cwd or None).settings)
     if args.json:
         print_json(unstructure(stats))
         return 0

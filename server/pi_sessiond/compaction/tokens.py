@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from pi_protocol.settings import CompactionSettings as CompactionSettings
 from pi_sessiond.compaction.text import js_stringify, js_truthy, utf16_len
 from pi_sessiond.store.entry import Entry
 
@@ -34,23 +35,7 @@ _SUMMARY_ROLES = frozenset({"branchSummary", "compactionSummary"})
 _USAGE_PARTS = ("input", "output", "cacheRead", "cacheWrite")
 
 
-@attrs.frozen
-class CompactionSettings:
-    """Pi's ``compaction`` settings block (defaults = ``DEFAULT_COMPACTION_SETTINGS``)."""
-
-    enabled: bool = True
-    reserve_tokens: int = 16384
-    keep_recent_tokens: int = 20000
-
-    def to_json(self) -> JsonDict:
-        """The settings in Pi's camelCase shape."""
-        return {
-            "enabled": self.enabled,
-            "reserveTokens": self.reserve_tokens,
-            "keepRecentTokens": self.keep_recent_tokens,
-        }
-
-
+# Pi's ``compaction`` block is declared once, in the settings tree (pi_protocol.settings).
 DEFAULT_COMPACTION_SETTINGS = CompactionSettings()
 
 

@@ -33,6 +33,10 @@ class DaemonLifecycle(Protocol):
 
     def update_configuration(self, settings: dict[str, Any]) -> None: ...
 
+    def max_message_bytes(self) -> int:
+        """``daemon.maxMessageBytes`` in force daemon-wide: what the framing enforces."""
+        ...
+
     async def aclose(self) -> None: ...
 
 

@@ -40,7 +40,6 @@ from pi_sessiond.rpc.glue import LspEventSink, LspHookClient, LspProgressFactory
 from pi_sessiond.rpc.jsonrpc import MessageSink
 from pi_sessiond.rpc.methods import register_method
 from pi_sessiond.rpc.protocol import PiProtocol
-from pi_sessiond.transport import DEFAULT_MAX_MESSAGE_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -70,9 +69,9 @@ class PiServer(LanguageServer):
 
     protocol: PiProtocol
 
-    def __init__(self, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+    def __init__(self) -> None:
         super().__init__(SERVER_NAME, _version(), protocol_cls=PiProtocol, converter_factory=raw_converter)
-        self.max_message_bytes = max_message_bytes
+        self._limit: int | None = None
         self.events = LspEventSink(self)
         self.hooks = LspHookClient(self)
         self.declared_hooks: frozenset[str] = frozenset()
@@ -132,6 +131,21 @@ class PiServer(LanguageServer):
         return f"pi-progress-{next(self._ids)}"
 
     # -------------------------------------------------- transport endpoint
+
+    @property
+    def max_message_bytes(self) -> int:
+        """The framing limit: ``daemon.maxMessageBytes`` of the daemon's settings once the daemon exists.
+
+        Before that (and without a daemon): the same setting from the defaults, the
+        global settings file and ``initializationOptions`` / the last configuration change.
+        """
+        slot = self.daemon
+        if slot is not None and slot.created:
+            return int(slot.get().max_message_bytes())
+        if self._limit is None:
+            self._apply_limits(None)
+        assert self._limit is not None
+        return self._limit
 
     @property
     def exit_code(self) -> int | None:
@@ -220,10 +234,10 @@ class PiServer(LanguageServer):
                 logger.exception("update_configuration failed")
 
     def _apply_limits(self, settings: dict[str, Any] | None) -> None:
-        daemon = (settings or {}).get("daemon")
-        limit = daemon.get("maxMessageBytes") if isinstance(daemon, dict) else None
-        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
-            self.max_message_bytes = limit
+        from pi_sessiond.settings import DEFAULT_LAYER, Layer, file_layer, global_path, resolve
+
+        layers = [DEFAULT_LAYER, file_layer("global", global_path()), Layer("initialize", settings or {})]
+        self._limit = resolve(layers).settings.daemon.max_message_bytes
 
 
 def _plain(method: Callable[[Any], None]) -> Callable[[Any], None]:

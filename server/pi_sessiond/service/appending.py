@@ -16,7 +16,7 @@ Contracts:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -24,6 +24,7 @@ import orjson
 from pi_protocol import ENTRY_TYPES, StructureError, methods, structure, unstructure
 from pi_protocol.params import AppendParams
 from pi_protocol.results import AppendResult, SessionChanged
+from pi_protocol.settings import Settings
 from pi_sessiond.compaction.tokens import assistant_usage, calculate_context_tokens, should_compact
 from pi_sessiond.errors import InvalidParams, TooLarge
 from pi_sessiond.estimators import context_tokens
@@ -31,28 +32,25 @@ from pi_sessiond.service.compaction import start_threshold
 from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.models import context_window
 from pi_sessiond.service.registry import OpenSession
-from pi_sessiond.service.stats import leaf_context_tokens, tokenizer, usage_is_fresh
-from pi_sessiond.settings import compaction_settings
+from pi_sessiond.service.stats import leaf_context_tokens, usage_is_fresh
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session
 
 JsonDict = dict[str, Any]
-DEFAULT_MAX_BYTES = 67108864
 
 
 async def append(core: Core, opened: OpenSession, params: AppendParams) -> AppendResult:
     """Append the entries under the leaf; see the module docstring."""
     settings = core.settings_for(opened)
-    daemon = settings.get("daemon") or {}
-    rows = validate_entries(params.entries, int(daemon.get("maxMessageBytes") or DEFAULT_MAX_BYTES))
+    rows = validate_entries(params.entries, settings.daemon.max_message_bytes)
     session = opened.session
     apply_durability(session, settings)
     written = session.append(rows)
     _track_turn(opened, written)
     context = session.context()
-    tokens = leaf_context_tokens(session, context.messages, tokenizer(settings))
+    tokens = leaf_context_tokens(session, context.messages, settings.tokenizer)
     window = context_window(settings, context.model)
-    compaction = compaction_settings(settings)
+    compaction = settings.compaction
     core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
                                                         reason="append"))
     if compaction.enabled and threshold_reached(session, written, window, settings):
@@ -100,7 +98,7 @@ def _track_turn(opened: OpenSession, written: Sequence[Entry]) -> None:
             opened.overflow_attempted = False
 
 
-def threshold_reached(session: Session, written: Sequence[Entry], window: int, settings: Mapping[str, Any]) -> bool:
+def threshold_reached(session: Session, written: Sequence[Entry], window: int, settings: Settings) -> bool:
     """Pi's threshold check for the last assistant message appended (reference §9.2, step 6)."""
     last = next((e for e in reversed(written) if e.role == "assistant"), None)
     message = last.message if last is not None else None
@@ -109,8 +107,8 @@ def threshold_reached(session: Session, written: Sequence[Entry], window: int, s
     if message.get("stopReason") == "error":
         if usage_is_fresh(session) is not True:
             return False  # no valid usage, or only usage from before the newest compaction
-        tokens = context_tokens(session.context().messages, tokenizer(settings)).tokens
+        tokens = context_tokens(session.context().messages, settings.tokenizer).tokens
     else:
         usage = assistant_usage(message)
         tokens = calculate_context_tokens(usage) if usage is not None else 0
-    return should_compact(tokens, window, compaction_settings(settings))
+    return should_compact(tokens, window, settings.compaction)

@@ -32,13 +32,13 @@ from pi_protocol.results import (
     ReviewSummaryParams,
     SessionChanged,
 )
+from pi_protocol.settings import Settings
 from pi_sessiond import engine
 from pi_sessiond.compaction.prepare import CompactionPreparation
 from pi_sessiond.errors import NothingToCompact, PiError, Rejected
-from pi_sessiond.service.core import Core, apply_durability, hook_timeout
+from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.interface import ProgressFactory
 from pi_sessiond.service.registry import OpenSession
-from pi_sessiond.settings import compaction_settings
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session
 
@@ -78,7 +78,7 @@ async def manual(core: Core, opened: OpenSession, params: CompactParams, progres
 async def overflow(core: Core, opened: OpenSession, params: ReportOverflowParams, progress: ProgressFactory) -> Outcome:
     """``pi/reportOverflow``: compact with reason ``overflow`` and ``willRetry: true``."""
     settings = core.settings_for(opened)
-    if not compaction_settings(settings).enabled:
+    if not settings.compaction.enabled:
         raise NothingToCompact("auto-compaction is disabled (compaction.enabled is false)")
     core.jobs.check(opened.key)
     if opened.overflow_attempted:
@@ -157,7 +157,7 @@ async def compact_session(
         result = await engine.compact(
             session,
             summarizer,
-            settings=compaction_settings(settings),
+            settings=settings.compaction,
             custom_instructions=instructions,
             progress=report,
             supply=supply,
@@ -174,7 +174,7 @@ async def compact_session(
 
 # ------------------------------------------------------------------- hooks
 async def _from_hook(
-    core: Core, opened: OpenSession, settings: JsonDict, prep: CompactionPreparation, reason: Reason,
+    core: Core, opened: OpenSession, settings: Settings, prep: CompactionPreparation, reason: Reason,
     will_retry: bool, instructions: str | None,
 ) -> JsonDict | None:
     """``pi/beforeCompact``: ``None`` to go on, the entry to store, or :class:`Rejected`."""
@@ -185,7 +185,7 @@ async def _from_hook(
         preparation=hook_preparation(prep, settings, instructions),
     )
     answer = await core.ask_hook("beforeCompact", methods.BEFORE_COMPACT, payload, BeforeCompactAnswer,
-                                 hook_timeout(settings, "hookTimeoutSeconds"))
+                                 settings.daemon.hook_timeout_seconds)
     if answer is None:
         return None
     if answer.cancel:
@@ -195,10 +195,11 @@ async def _from_hook(
     return hook_entry(opened.session, prep, answer.compaction)
 
 
-def hook_preparation(prep: CompactionPreparation, settings: JsonDict, instructions: str | None) -> HookPreparation:
+def hook_preparation(prep: CompactionPreparation, settings: Settings, instructions: str | None) -> HookPreparation:
     """The preview of ``prep`` (as ``compact --dry-run`` prints it) plus the settings in force."""
     shown = engine.preview(prep, instructions)
-    return HookPreparation(**{f.name: getattr(shown, f.name) for f in attrs.fields(type(shown))}, settings=settings)
+    return HookPreparation(**{f.name: getattr(shown, f.name) for f in attrs.fields(type(shown))},
+                           settings=unstructure(settings))
 
 
 def hook_entry(session: Session, prep: CompactionPreparation, given: HookCompaction) -> JsonDict | None:
@@ -234,14 +235,14 @@ def hook_usage(value: Any) -> Usage | None:
 
 
 async def review(
-    core: Core, opened: OpenSession, settings: JsonDict, kind: Any, summary: str, tokens_before: int,
+    core: Core, opened: OpenSession, settings: Settings, kind: Any, summary: str, tokens_before: int,
     tokens_after: int,
 ) -> str:
     """``pi/reviewSummary``: the summary to write (edited or not); :class:`Rejected` on reject."""
     payload = ReviewSummaryParams(session_id=opened.key, kind=kind, summary=summary, tokens_before=tokens_before,
                                   estimated_tokens_after=tokens_after)
     answer = await core.ask_hook("reviewSummary", methods.REVIEW_SUMMARY, payload, ReviewSummaryAnswer,
-                                 hook_timeout(settings, "reviewTimeoutSeconds"))
+                                 settings.daemon.review_timeout_seconds)
     if answer is None or answer.action == "accept":
         return summary
     if answer.action == "reject":

@@ -16,14 +16,14 @@ from typing import Any, TypeVar
 import attrs
 
 from pi_protocol import StructureError, structure, unstructure
+from pi_protocol.settings import Settings
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.registry import OpenSession, Registry
 from pi_sessiond.service.settings_store import SettingsStore
-from pi_sessiond.settings import summarizer_settings
 from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.base import Summarizer
-from pi_sessiond.summarizers.config import SummarizerSettings
+from pi_sessiond.summarizers.config import SummarizerSettings, summarizer_settings
 
 T = TypeVar("T")
 JsonDict = dict[str, Any]
@@ -43,15 +43,15 @@ class Core:
     summarizer_factory: SummarizerFactory
     background_progress: ProgressFactory | None = None
 
-    def settings_for(self, opened: OpenSession | None) -> JsonDict:
-        """The merged settings in force for ``opened`` (or the daemon's, for ``None``)."""
+    def settings_for(self, opened: OpenSession | None) -> Settings:
+        """The typed settings in force for ``opened`` (or the daemon's, for ``None``)."""
         if opened is None:
             return self.settings.settings()
         return self.settings.settings(opened.key, opened.session.cwd)
 
-    def summarizer(self, settings: JsonDict) -> Summarizer:
+    def summarizer(self, settings: Settings) -> Summarizer:
         """A summarizer built from ``summarizer.*`` (close it with ``aclose``)."""
-        return self.summarizer_factory(summarizer_settings(settings))
+        return self.summarizer_factory(summarizer_settings(settings.summarizer))
 
     def notify(self, method: str, payload: Any) -> None:
         """Send a notification as plain JSON; a failing sink is logged, never fatal."""
@@ -82,14 +82,6 @@ class Core:
             return None
 
 
-def apply_durability(session: Session, settings: JsonDict) -> None:
+def apply_durability(session: Session, settings: Settings) -> None:
     """``daemon.fsync``: ``always`` fsyncs every append, ``never`` does not."""
-    session.fsync = (settings.get("daemon") or {}).get("fsync", "always") != "never"
-
-
-def hook_timeout(settings: JsonDict, key: str) -> float | None:
-    """``daemon.<key>`` as a timeout in seconds (``None``: wait)."""
-    value = (settings.get("daemon") or {}).get(key)
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    return None
+    session.fsync = settings.daemon.fsync != "never"

@@ -110,8 +110,11 @@ class Daemon:
             self.core.registry.close(opened.key)
 
     def _max_jobs(self) -> int:
-        value = (self.core.settings.settings().get("daemon") or {}).get("maxConcurrentSummaries")
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 4
+        return self.core.settings.settings().daemon.max_concurrent_summaries
+
+    def max_message_bytes(self) -> int:
+        """``daemon.maxMessageBytes`` daemon-wide (default < global < initialize): the framing limit."""
+        return self.core.settings.settings().daemon.max_message_bytes
 
     def _get(self, session_id: str) -> OpenSession:
         return self.core.registry.get(session_id)
@@ -178,7 +181,7 @@ class Daemon:
         if params.leaf_id is not None:
             views.require_entry(session, params.leaf_id, "leafId")
         context = session.context() if params.leaf_id is None else session.context(params.leaf_id)
-        name = stats.tokenizer(self.core.settings_for(opened))
+        name = self.core.settings_for(opened).tokenizer
         tokens = stats.leaf_context_tokens(session, context.messages, name, params.leaf_id)
         return ContextResult(messages=list(context.messages), thinking_level=context.thinking_level,
                              model=context.model, tokens=tokens)
@@ -202,7 +205,7 @@ class Daemon:
     def estimate_tokens(self, params: EstimateTokensParams) -> EstimateTokensResult:
         """``pi/estimateTokens`` of a text (one user message) or of a leaf's context."""
         opened = self._get(params.session_id) if params.session_id is not None else None
-        name = stats.tokenizer(self.core.settings_for(opened))
+        name = self.core.settings_for(opened).tokenizer
         if params.text is not None:
             message = {"role": "user", "content": params.text}
             return EstimateTokensResult(tokens=stats.estimate_messages([message], name),
@@ -235,17 +238,18 @@ class Daemon:
 
     # -------------------------------------------------------------- settings
     def get_settings(self, params: GetSettingsParams) -> SettingsResult:
-        """``pi/getSettings``: the merged settings and each leaf key's source."""
+        """``pi/getSettings``: the merged settings (known keys), each leaf key's source, the files' issues."""
         opened = self._get(params.session_id) if params.session_id is not None else None
         cwd = opened.session.cwd if opened is not None else None
-        settings, sources = self.core.settings.get(opened.key if opened else None, cwd)
-        return SettingsResult(settings=settings, sources=sources)
+        resolved = self.core.settings.resolved(opened.key if opened else None, cwd)
+        return SettingsResult(settings=unstructure(resolved.settings), sources=resolved.sources,
+                              errors=list(resolved.errors))
 
     def update_settings(self, params: UpdateSettingsParams) -> SettingsResult:
         """``pi/updateSettings``: merge into the session layer (or the initialize layer without a session)."""
         opened = self._get(params.session_id) if params.session_id is not None else None
         self.core.settings.update(params.settings, opened.key if opened else None)
-        return SettingsResult(settings=self.core.settings_for(opened))
+        return SettingsResult(settings=unstructure(self.core.settings_for(opened)))
 
 
 def _summary(row: JsonDict) -> SessionSummary:

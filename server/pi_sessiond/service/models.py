@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pi_sessiond.settings import read_json_file
+from pi_protocol.settings import Settings
+from pi_sessiond.settings.files import read_json_file
 from pi_sessiond.store.layout import agent_dir
 
 JsonDict = dict[str, Any]
@@ -40,16 +41,15 @@ BUILTIN_WINDOWS: dict[str, int] = {
 _models_json_cache: dict[Path, tuple[tuple[int, int], JsonDict]] = {}
 
 
-def context_window(settings: Mapping[str, Any], model: Mapping[str, Any] | None) -> int:
+def context_window(settings: Settings, model: Mapping[str, Any] | None) -> int:
     """The context window of ``model`` (``{provider, modelId}`` from the session context)."""
-    explicit = settings.get("contextWindow")
-    if isinstance(explicit, int | float) and not isinstance(explicit, bool) and explicit > 0:
-        return int(explicit)
+    if settings.context_window is not None:
+        return settings.context_window
     provider = str((model or {}).get("provider") or "")
     model_id = str((model or {}).get("modelId") or "")
     if not model_id:
         return FALLBACK_WINDOW
-    configured = _from_models(settings.get("models"), provider, model_id)
+    configured = _from_models(settings.models, provider, model_id)
     if configured is None:
         configured = _from_pi_models_json(provider, model_id)
     return configured if configured is not None else builtin_window(model_id)

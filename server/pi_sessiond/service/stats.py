@@ -11,10 +11,11 @@ at the first of the two, so it is cheap on a long, live session.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pi_protocol.results import StatsResult, TokenTotals
+from pi_protocol.settings import Settings
 from pi_sessiond.compaction.tokens import assistant_usage
 from pi_sessiond.estimators import context_tokens, get_estimator
 from pi_sessiond.service.models import context_window
@@ -52,13 +53,7 @@ def leaf_context_tokens(session: Session, messages: Sequence[JsonDict], name: st
     return context_tokens(messages, name).tokens
 
 
-def tokenizer(settings: Mapping[str, Any]) -> str:
-    """``settings.tokenizer`` (default ``pi``)."""
-    name = settings.get("tokenizer")
-    return name if isinstance(name, str) and name else "pi"
-
-
-def session_stats(session: Session, settings: Mapping[str, Any]) -> StatsResult:
+def session_stats(session: Session, settings: Settings) -> StatsResult:
     """Pi's ``getSessionStats`` over the current context, plus our counts and the context usage."""
     context = session.context()
     messages = list(context.messages)
@@ -67,7 +62,7 @@ def session_stats(session: Session, settings: Mapping[str, Any]) -> StatsResult:
     window = context_window(settings, context.model)
     tokens: int | None = None
     if usage_is_fresh(session) is not False:
-        tokens = context_tokens(messages, tokenizer(settings)).tokens
+        tokens = context_tokens(messages, settings.tokenizer).tokens
     return StatsResult(
         tokens=totals,
         cost=cost,

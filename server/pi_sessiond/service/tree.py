@@ -21,15 +21,15 @@ from typing import Any
 from pi_protocol import NavigateResult, methods
 from pi_protocol.params import NavigateTreeParams
 from pi_protocol.results import BeforeTreeAnswer, BeforeTreeParams, SessionChanged, TreeNavigated
+from pi_protocol.settings import Settings
 from pi_sessiond.compaction.branch import BranchCollection, collect_entries_for_branch_summary
 from pi_sessiond.navigation import BranchSummary, navigate_tree
 from pi_sessiond.navigation import NavigateResult as Navigated
 from pi_sessiond.service.compaction import Report, hook_usage, review, with_progress
-from pi_sessiond.service.core import Core, apply_durability, hook_timeout
+from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.interface import ProgressFactory
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.service.views import require_entry
-from pi_sessiond.settings import branch_reserve_tokens
 
 JsonDict = dict[str, Any]
 
@@ -72,7 +72,7 @@ async def navigate(
 
 
 async def _navigate(
-    core: Core, opened: OpenSession, settings: JsonDict, params: NavigateTreeParams,
+    core: Core, opened: OpenSession, settings: Settings, params: NavigateTreeParams,
     supplied: BranchSummary | None, report: Report | None,
 ) -> Navigated:
     async def reviewed(text: str, before: int, after: int) -> str:
@@ -88,7 +88,7 @@ async def _navigate(
             custom_instructions=params.custom_instructions,
             replace_instructions=params.replace_instructions,
             label=params.label,
-            reserve_tokens=branch_reserve_tokens(settings),
+            reserve_tokens=settings.branch_summary.reserve_tokens,
             progress=report,
             supplied=supplied,
             review=reviewed if core.hooks.declared("reviewSummary") else None,
@@ -99,7 +99,7 @@ async def _navigate(
 
 
 async def _before_tree(
-    core: Core, opened: OpenSession, settings: JsonDict, params: NavigateTreeParams, collected: BranchCollection
+    core: Core, opened: OpenSession, settings: Settings, params: NavigateTreeParams, collected: BranchCollection
 ) -> BeforeTreeAnswer | None:
     if not core.hooks.declared("beforeTree"):
         return None
@@ -115,4 +115,4 @@ async def _before_tree(
         label=params.label,
     )
     return await core.ask_hook("beforeTree", methods.BEFORE_TREE, payload, BeforeTreeAnswer,
-                               hook_timeout(settings, "hookTimeoutSeconds"))
+                               settings.daemon.hook_timeout_seconds)

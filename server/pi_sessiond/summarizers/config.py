@@ -1,26 +1,27 @@
-"""``summarizer.*`` settings (PROTOCOL.md "Settings").
+"""``summarizer.*`` settings (PROTOCOL.md "Settings") as the summarizers take them.
 
-The key itself is never a setting: ``api_key_env`` names the environment
-variable that holds it. Defaults: provider ``offline`` (no network).
+The keys, defaults and allowed values are :class:`pi_protocol.settings.SummarizerSection`
+(the settings tree); :class:`SummarizerSettings` adds the HTTP layer's retry
+policy, which is not a setting (yet). The key itself is never a setting:
+``api_key_env`` names the environment variable that holds it.
 """
 
 from __future__ import annotations
 
 import attrs
 
+from pi_protocol.settings import SummarizerSection
+
 
 @attrs.frozen(kw_only=True)
-class SummarizerSettings:
-    """How to reach the summarizer model."""
+class SummarizerSettings(SummarizerSection):
+    """How to reach the summarizer model, and how often to retry it."""
 
-    provider: str = "offline"
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    context_window: int = 128000
-    max_tokens: int | None = None
-    headers: dict[str, str] = attrs.field(factory=dict)
-    timeout_seconds: float = 120.0
     max_retries: int = 3
     retry_base_delay: float = 1.0
     retry_max_delay: float = 30.0
+
+
+def summarizer_settings(section: SummarizerSection) -> SummarizerSettings:
+    """``summarizer.*`` of the settings tree, with the default retry policy."""
+    return SummarizerSettings(**{f.name: getattr(section, f.name) for f in attrs.fields(SummarizerSection)})

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from typing import get_args
+
+from pi_protocol.settings import Provider
 
 from .anthropic import AnthropicSummarizer
 from .auth import resolve_api_key
@@ -12,7 +15,7 @@ from .config import SummarizerSettings
 from .errors import SummarizerConfigError
 from .openai import OpenAISummarizer
 
-PROVIDERS = ("offline", "openai", "anthropic")
+PROVIDERS: tuple[str, ...] = get_args(Provider)
 
 
 def make_summarizer(settings: SummarizerSettings, environ: Mapping[str, str] | None = None) -> Summarizer:

@@ -14,6 +14,7 @@ from tests.unit.compaction.builders import (
     user_msg,
 )
 
+from pi_protocol import unstructure
 from pi_sessiond.compaction.tokens import (
     DEFAULT_COMPACTION_SETTINGS,
     CompactionSettings,
@@ -137,7 +138,7 @@ def test_should_compact_is_strict_and_honours_enabled() -> None:
 
 
 def test_default_settings_and_threshold() -> None:
-    assert DEFAULT_COMPACTION_SETTINGS.to_json() == {
+    assert unstructure(DEFAULT_COMPACTION_SETTINGS) == {
         "enabled": True,
         "reserveTokens": 16384,
         "keepRecentTokens": 20000,

@@ -6,10 +6,13 @@ import asyncio
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pi_protocol import unstructure
 from pi_protocol.params import GetSettingsParams, InitializationOptions, UpdateSettingsParams
+from pi_protocol.settings import Settings
 from pi_sessiond.errors import Busy, InvalidParams
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.models import builtin_window, context_window
@@ -31,13 +34,19 @@ def test_settings_files_are_rechecked_at_most_every_half_second(
     store = SettingsStore()
     cwd = tmp_path / "proj"
     write_json(cwd / ".pi" / "settings.json", {"compaction": {"keepRecentTokens": 1000}})
-    assert store.settings(None, str(cwd))["compaction"]["keepRecentTokens"] == 1000
+    assert store.settings(None, str(cwd)).compaction.keep_recent_tokens == 1000
     write_json(cwd / ".pi" / "settings.json", {"compaction": {"keepRecentTokens": 2222}})
-    assert store.settings(None, str(cwd))["compaction"]["keepRecentTokens"] == 1000  # cached
+    assert store.settings(None, str(cwd)).compaction.keep_recent_tokens == 1000  # cached
     import time
 
     time.sleep(0.35)
-    assert store.settings(None, str(cwd))["compaction"]["keepRecentTokens"] == 2222
+    assert store.settings(None, str(cwd)).compaction.keep_recent_tokens == 2222
+
+
+def resolved(store: SettingsStore, session_id: str | None, cwd: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The merged settings as ``pi/getSettings`` shows them, and their sources."""
+    got = store.resolved(session_id, cwd)
+    return unstructure(got.settings), got.sources
 
 
 def write_json(path: Path, data: object) -> None:
@@ -52,7 +61,7 @@ def test_layers_precedence_and_sources(tmp_path: Path, isolated_agent_dir: Path)
     store = SettingsStore()
     store.set_initialize({"compaction": {"reserveTokens": 4000}, "models": {"a/b": {"contextWindow": 5}}})
     store.update({"compaction": {"enabled": False}}, session_id="s1")
-    settings, sources = store.get("s1", str(cwd))
+    settings, sources = resolved(store, "s1", str(cwd))
     assert settings["compaction"] == {"enabled": False, "reserveTokens": 4000, "keepRecentTokens": 3000}
     assert sources["compaction.enabled"] == "session"
     assert sources["compaction.reserveTokens"] == "initialize"
@@ -60,10 +69,10 @@ def test_layers_precedence_and_sources(tmp_path: Path, isolated_agent_dir: Path)
     assert sources["tokenizer"] == "global"
     assert sources["models.a/b.contextWindow"] == "initialize"
     assert sources["summarizer.provider"] == "default" and sources["summarizer.headers"] == "default"
-    assert store.get(None, str(cwd))[0]["compaction"]["enabled"] is True
+    assert store.settings(None, str(cwd)).compaction.enabled is True
     # Files are re-read when they change.
     write_json(cwd / ".pi" / "settings.json", {"compaction": {"keepRecentTokens": 3333}, "extra": 1})
-    assert store.settings("s1", str(cwd))["compaction"]["keepRecentTokens"] == 3333
+    assert store.settings("s1", str(cwd)).compaction.keep_recent_tokens == 3333
 
 
 def test_project_cannot_change_the_summarizer_unless_a_lower_layer_allows_it(
@@ -76,11 +85,11 @@ def test_project_cannot_change_the_summarizer_unless_a_lower_layer_allows_it(
     store = SettingsStore()
     store.set_initialize({"security": {"allowProjectSummarizerSettings": True}})  # not a lower layer
     with caplog.at_level(logging.WARNING):
-        settings, sources = store.get(None, str(cwd))
+        settings, sources = resolved(store, None, str(cwd))
     assert settings["summarizer"]["provider"] == "offline" and settings["summarizer"]["baseUrl"] is None
     assert sources["summarizer.baseUrl"] == "default" and "allowProjectSummarizerSettings" in caplog.text
     write_json(isolated_agent_dir / "settings.json", {"security": {"allowProjectSummarizerSettings": True}})
-    settings, sources = store.get(None, str(cwd))
+    settings, sources = resolved(store, None, str(cwd))
     assert settings["summarizer"]["baseUrl"] == "https://evil.example/v1" and sources["summarizer.baseUrl"] == "project"
 
 
@@ -113,16 +122,16 @@ def test_daemon_settings_methods(tmp_path: Path) -> None:
 
 def test_context_window_resolution(isolated_agent_dir: Path) -> None:
     model = {"provider": "acme", "modelId": "rocket-1"}
-    assert context_window({"contextWindow": 5000}, model) == 5000
-    assert context_window({"models": {"acme/rocket-1": {"contextWindow": 7000}}}, model) == 7000
-    assert context_window({}, model) == 128000
+    assert context_window(Settings(context_window=5000), model) == 5000
+    assert context_window(Settings(models={"acme/rocket-1": {"contextWindow": 7000}}), model) == 7000
+    assert context_window(Settings(), model) == 128000
     write_json(isolated_agent_dir / "models.json",
                {"providers": {"acme": {"models": [{"id": "rocket-1", "contextWindow": 9000}]}}})
-    assert context_window({}, model) == 9000
-    assert context_window({}, {"provider": "anthropic", "modelId": "claude-sonnet-4-5"}) == 200000
+    assert context_window(Settings(), model) == 9000
+    assert context_window(Settings(), {"provider": "anthropic", "modelId": "claude-sonnet-4-5"}) == 200000
     assert builtin_window("gpt-4.1-mini") == 1047576 and builtin_window("gpt-4o") == 128000
     assert builtin_window("openai/gpt-5-codex") == 400000 and builtin_window("gemini-2.5-pro") == 1048576
-    assert context_window({}, None) == 128000
+    assert context_window(Settings(), None) == 128000
 
 
 async def test_job_manager_limits_state_and_cancel_all(caplog: pytest.LogCaptureFixture) -> None:

@@ -1,0 +1,114 @@
+"""The settings tree (PROTOCOL.md "Settings"): every key, its default and its allowed values, once.
+
+SETTINGS has the shape of Pi's ``settings.json`` plus our additions: snake_case
+here, camelCase in the files and on the wire through the one converter. Each
+section is a frozen attrs class; each leaf is one field line. The field's type
+says what is allowed (``Literal`` for a choice, ``X | None`` where ``null`` is
+a value; ``dict[str, Any]`` is raw JSON that merges key by key), and
+:func:`setting` adds numeric bounds as field metadata (``minimum``,
+``exclusiveMinimum``, as JSON Schema names them). Adding a key is adding one
+field to its section; a new section is a class plus one field in
+:class:`Settings`.
+
+``pi_sessiond.settings`` checks every key of every layer against this tree
+(an attrs-typed field is a section, any other field a leaf) and structures the
+merged layers into :class:`Settings`; nothing else spells a default or a
+choice. Imports attrs only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+MINIMUM = "minimum"
+EXCLUSIVE_MINIMUM = "exclusiveMinimum"
+
+Tokenizer = Literal["pi", "cl100k", "calibrated"]
+Provider = Literal["offline", "openai", "anthropic"]
+Fsync = Literal["always", "never"]
+
+
+def setting(default: Any, *, minimum: float | None = None, above: float | None = None) -> Any:
+    """A leaf field: ``default``, and ``value >= minimum`` / ``value > above`` when given.
+
+    ``null`` is kept on the wire (``pi/getSettings`` shows every key), and a
+    ``null`` read from a layer is a value, checked against the field's type.
+    """
+    metadata: dict[str, Any] = {"keep_null": True}
+    if minimum is not None:
+        metadata[MINIMUM] = minimum
+    if above is not None:
+        metadata[EXCLUSIVE_MINIMUM] = above
+    return attrs.field(default=default, metadata=metadata)
+
+
+def section(cls: type[Any]) -> Any:
+    """A field holding a whole section (an object that merges key by key)."""
+    return attrs.field(factory=cls)
+
+
+@attrs.frozen(kw_only=True)
+class CompactionSettings:
+    """``compaction.*`` (Pi's ``DEFAULT_COMPACTION_SETTINGS``); the pure compaction code takes this."""
+
+    enabled: bool = setting(True)
+    reserve_tokens: int = setting(16384, minimum=0)
+    keep_recent_tokens: int = setting(20000, minimum=0)
+
+
+@attrs.frozen(kw_only=True)
+class BranchSummarySettings:
+    """``branchSummary.*``."""
+
+    reserve_tokens: int = setting(16384, minimum=0)
+
+
+@attrs.frozen(kw_only=True)
+class SummarizerSection:
+    """``summarizer.*``: how to reach the summarizer model (the key itself is never a setting)."""
+
+    provider: Provider = setting("offline")
+    base_url: str | None = setting(None)
+    model: str | None = setting(None)
+    api_key_env: str | None = setting(None)
+    context_window: int = setting(128000, above=0)
+    max_tokens: int | None = setting(None, above=0)
+    headers: dict[str, str] = attrs.field(factory=dict)
+    timeout_seconds: float = setting(120, above=0)
+
+
+@attrs.frozen(kw_only=True)
+class DaemonSettings:
+    """``daemon.*``: limits and durability of the daemon itself."""
+
+    hook_timeout_seconds: float | None = setting(30, above=0)
+    review_timeout_seconds: float | None = setting(None, above=0)
+    fsync: Fsync = setting("always")
+    max_message_bytes: int = setting(64 * 1024 * 1024, above=0)
+    max_concurrent_summaries: int = setting(4, above=0)
+
+
+@attrs.frozen(kw_only=True)
+class SecuritySettings:
+    """``security.*``."""
+
+    allow_project_summarizer_settings: bool = setting(False)
+
+
+@attrs.frozen(kw_only=True)
+class Settings:
+    """The whole tree, as merged from every layer (``pi/getSettings`` shows it unstructured)."""
+
+    compaction: CompactionSettings = section(CompactionSettings)
+    branch_summary: BranchSummarySettings = section(BranchSummarySettings)
+    context_window: int | None = setting(None, above=0)
+    models: dict[str, Any] = attrs.field(factory=dict)
+    summarizer: SummarizerSection = section(SummarizerSection)
+    tokenizer: Tokenizer = setting("pi")
+    daemon: DaemonSettings = section(DaemonSettings)
+    security: SecuritySettings = section(SecuritySettings)
+
+
+DEFAULT_SETTINGS = Settings()

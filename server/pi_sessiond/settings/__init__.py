@@ -1,0 +1,60 @@
+"""Settings: the typed tree of :mod:`pi_protocol.settings`, layered as Pi does (PROTOCOL.md "Settings").
+
+- :mod:`.check` checks one layer against the tree (unknown keys dropped,
+  invalid known keys reported with their dotted key);
+- :mod:`.layers` merges the layers into :class:`~pi_protocol.settings.Settings`
+  with the source of each key and the issues (:func:`resolve`, pure);
+- :mod:`.files` reads the settings files.
+
+The daemon keeps its layers in :class:`pi_sessiond.service.settings_store.SettingsStore`;
+the command line reads them once with :func:`load_settings`. Readers take the
+typed object (``settings.daemon.fsync``, ``settings.compaction``…), never a dict.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pi_protocol.settings import CompactionSettings, Settings
+from pi_sessiond.settings.check import first_problem
+from pi_sessiond.settings.files import global_path, project_path, read_json_file
+from pi_sessiond.settings.layers import DEFAULT_LAYER, LAYERS, Layer, Resolved, merge, resolve
+
+log = logging.getLogger("pi_sessiond.settings")
+
+__all__ = [
+    "DEFAULT_LAYER",
+    "LAYERS",
+    "CompactionSettings",
+    "Layer",
+    "Resolved",
+    "Settings",
+    "file_layer",
+    "first_problem",
+    "global_path",
+    "load_settings",
+    "merge",
+    "project_path",
+    "read_json_file",
+    "resolve",
+]
+
+
+def load_settings(cwd: str | None = None, overrides: Mapping[str, Any] | None = None) -> Resolved:
+    """Default < global < project of ``cwd`` (guarded) < ``overrides``, read now; issues are logged."""
+    layers = [DEFAULT_LAYER, file_layer("global", global_path())]
+    if cwd:
+        layers.append(file_layer("project", project_path(cwd)))
+    layers.append(Layer("initialize", dict(overrides or {})))
+    resolved = resolve(layers)
+    for issue in resolved.errors:
+        log.warning("%s: %s: %s", issue.file, issue.key, issue.message)
+    return resolved
+
+
+def file_layer(name: str, path: Path) -> Layer:
+    """The layer ``name`` read from the settings file ``path``."""
+    return Layer(name, read_json_file(path), str(path))
