@@ -155,7 +155,7 @@ METHODS: Final = (
     MethodSpec(GET_TREE, GetTreeParams, TreeResult, "get_tree",
                "One page of the tree's nodes, depth-first in Pi's order.", errors=_READ),
     MethodSpec(GET_ENTRIES, GetEntriesParams, EntriesResult, "get_entries",
-               "Full entries by `ids`, or the path segment `fromId` .. `toId`.", errors=_READ),
+               "Full entries by `ids`, after `since` in file order (`\"root\"`: all), or the path `fromId` .. `toId`.", errors=_READ),
     MethodSpec(SET_LABEL, SetLabelParams, IdResult, "set_label",
                "Label an entry (`null` clears) with a label entry under the leaf.", errors=_WRITE),
     MethodSpec(FORK, ForkParams, SessionInfo, "fork",

@@ -69,8 +69,12 @@ class GetTreeParams:
 
 @attrs.define(kw_only=True)
 class GetEntriesParams:
+    """``ids``; or ``since`` (the entries after that one in file order, ``"root"``: every entry, as Pi's
+    RPC ``get_entries``); or the path segment ``fromId`` .. ``toId`` (default: root .. leaf)."""
+
     session_id: str
     ids: list[str] | None = None
+    since: str | None = None
     from_id: str | None = None
     to_id: str | None = None
     extra: JsonDict = extra_field()

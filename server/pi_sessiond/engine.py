@@ -84,10 +84,14 @@ async def prepare_off_loop(session: Session, settings: CompactionSettings) -> Co
     return _refuse_or(path, prep)
 
 
+def refusal(path: list[Entry]) -> str:
+    """Pi's reason for returning no preparation of ``path``."""
+    return "Already compacted" if path and path[-1].type == "compaction" else "Nothing to compact (session too small)"
+
+
 def _refuse_or(path: list[Entry], prep: CompactionPreparation | None) -> CompactionPreparation:
     if prep is None:
-        refusal = "Already compacted" if path and path[-1].type == "compaction" else "Nothing to compact"
-        raise NothingToCompact(f"{refusal} (session too small)" if refusal.startswith("Nothing") else refusal)
+        raise NothingToCompact(refusal(path))
     if prep.nothing_to_compact:
         raise NothingToCompact("Nothing to compact: every message fits in keepRecentTokens")
     return prep

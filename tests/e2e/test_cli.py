@@ -59,7 +59,7 @@ def test_exit_codes(tmp_path: Path) -> None:
     assert cli("context", str(tmp_path / "missing.jsonl")).returncode == 1
     path = write_lines(tmp_path / "s.jsonl", [user("a", None, "x")])
     unknown = cli("context", str(path), "--leaf", "nope")
-    assert unknown.returncode == 1 and "Entry nope not found" in unknown.stderr
+    assert unknown.returncode == 1 and "entry 'nope' is not in the session" in unknown.stderr
     assert cli("no-such-command").returncode == 2
 
 

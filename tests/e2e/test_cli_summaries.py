@@ -70,7 +70,7 @@ def test_compact_text_output_prints_the_summary(tmp_path: Path) -> None:
     done = cli("compact", str(path), "--keep-recent-tokens", "6000")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("## Goal\n")
-    assert f"compacted {path}: context " in done.stderr
+    assert f"compacted {path}: context " in done.stdout  # results on stdout
     assert json.loads(path.read_text().splitlines()[-1])["type"] == "compaction"
 
 
@@ -80,7 +80,9 @@ def test_compact_example_leaves_the_bundled_example_untouched() -> None:
     result = ok_json("compact", "--example", "--keep-recent-tokens", "6000", "--json")
     assert result["entry"]["type"] == "compaction" and "## Goal" in result["entry"]["summary"]
     assert result["tokensAfter"] < result["tokensBefore"]
-    refused = cli("compact", "--example")  # ~21k tokens: all of it fits in the default 20k kept
+    default = ok_json("compact", "--example", "--json")  # --example keeps 6000 recent tokens unless told
+    assert default["tokensAfter"] < default["tokensBefore"]
+    refused = cli("compact", "--example", "--keep-recent-tokens", "20000")  # ~21k tokens: it all fits
     assert refused.returncode == 1 and "Nothing to compact" in refused.stderr
     assert sha(source) == before
 
@@ -116,7 +118,7 @@ def test_navigate_text_output(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("leaf: a2 -> ")
     assert BRANCH_SUMMARY_PREAMBLE.splitlines()[0] in done.stdout
-    assert "editor text:\nSecond: fix the lexer" in done.stderr
+    assert "editor text:\nSecond: fix the lexer" in done.stdout
 
 
 def test_navigate_unknown_target_fails_clearly(tmp_path: Path) -> None:
@@ -125,7 +127,7 @@ def test_navigate_unknown_target_fails_clearly(tmp_path: Path) -> None:
     for extra in ((), ("--summarize", "--label", "x")):
         done = cli("navigate", str(path), "nope", *extra, "--json")
         assert done.returncode == 1
-        assert done.stderr.strip() == "pi-sessiond navigate: Entry nope not found"
+        assert done.stderr.strip() == "pi-sessiond navigate: targetId: entry 'nope' is not in the session"
         assert done.stdout == ""
     assert path.read_bytes() == before
 

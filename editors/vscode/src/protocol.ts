@@ -325,6 +325,7 @@ export interface GetTreeParams {
 export interface GetEntriesParams {
   sessionId: string;
   ids?: string[] | null;
+  since?: string | null;
   fromId?: string | null;
   toId?: string | null;
   [key: string]: unknown;

@@ -17,14 +17,15 @@ from typing import Any
 from pi_sessiond.cli.common import CliError, print_json
 from pi_sessiond.cli.rpcclient import RpcClient, RpcError
 
+NAME = "call"
+HELP = "send one request to a fresh daemon (or --connect H:P) and print the result"
 
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser("call", help="send one request to a fresh daemon (or --connect H:P) and print the result")
+
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("method", metavar="METHOD", help="e.g. pi/getStats")
     parser.add_argument("params", metavar="PARAMS_JSON", nargs="?", default="{}", help="the params object")
     parser.add_argument("--open", metavar="FILE", help="open FILE first and fill sessionId when missing")
     parser.add_argument("--connect", metavar="HOST:PORT", help="use a daemon serving TCP instead of starting one")
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +34,10 @@ def run(args: argparse.Namespace) -> int:
         host, _, port = args.connect.rpartition(":")
         if not port.isdigit():
             raise CliError(f"--connect expects HOST:PORT, not {args.connect!r}", 2)
-        client, sock = RpcClient.connect(host or "127.0.0.1", int(port))
+        try:
+            client, sock = RpcClient.connect(host or "127.0.0.1", int(port))
+        except OSError as exc:
+            raise CliError(f"cannot connect to {args.connect}: {exc.strerror or exc}") from None
         try:
             return _session(client, args, params)
         finally:

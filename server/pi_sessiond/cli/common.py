@@ -1,4 +1,4 @@
-"""Helpers shared by the subcommands: opening FILE, printing JSON."""
+"""What the subcommands share: the parser, FILE / ``--example``, JSON output, the error type."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
-from pi_sessiond.errors import PiError
 from pi_sessiond.examples import example_path
-from pi_sessiond.store.session import Session
+
+EXAMPLE_KEEP_RECENT = 6000  # the example's context is ~21k tokens: Pi's 20k default would keep it all
 
 
 class CliError(Exception):
@@ -24,10 +24,22 @@ class CliError(Exception):
         self.code = code
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line (then exit code 2), never a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (see {self.prog} --help)", 2)
+
+
 def add_file_argument(parser: argparse.ArgumentParser) -> None:
     """``FILE`` or ``--example``."""
     parser.add_argument("file", nargs="?", metavar="FILE", help="a Pi session .jsonl file")
     parser.add_argument("--example", action="store_true", help="use the small example session bundled with pi-sessiond")
+
+
+def add_quiet_argument(parser: argparse.ArgumentParser) -> None:
+    """``--quiet``: no progress on stderr (there is none anyway when stderr is not a terminal)."""
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr while a model works")
 
 
 def session_path(args: argparse.Namespace, *, writes: bool = False) -> Path:
@@ -46,32 +58,10 @@ def session_path(args: argparse.Namespace, *, writes: bool = False) -> Path:
     return Path(args.file)
 
 
-def open_session(path: Path) -> Session:
-    """Open a session file or fail with a clear message."""
-    if not path.exists():
-        raise CliError(f"{path}: no such file")
-    if path.is_dir():
-        raise CliError(f"{path}: is a directory")
-    try:
-        session = Session.open(path)
-    except OSError as exc:
-        raise CliError(f"{path}: {exc.strerror or exc}") from exc
-    except PiError as exc:
-        raise CliError(f"{path}: {exc}") from exc
-    for warning in session.warnings:
-        print(f"{path}:{warning.line}: warning: {warning.message}", file=sys.stderr)
-    return session
-
-
 def print_json(value: Any) -> None:
     """Write one JSON document (and a newline) to stdout."""
-    write_bytes(orjson.dumps(value) + b"\n")
-
-
-def write_bytes(data: bytes) -> None:
-    """Write raw bytes to stdout."""
     sys.stdout.flush()
-    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
     sys.stdout.buffer.flush()
 
 

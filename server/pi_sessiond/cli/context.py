@@ -1,4 +1,4 @@
-"""``pi-sessiond context FILE [--leaf ID] [--json]``: the LLM context of a leaf."""
+"""``pi-sessiond context FILE [--leaf ID] [--json]``: the LLM context of a leaf (``pi/getContext``)."""
 
 from __future__ import annotations
 
@@ -6,45 +6,34 @@ import argparse
 from typing import Any
 
 from pi_protocol import ContextResult, unstructure
-from pi_sessiond.cli.common import add_file_argument, open_session, preview, print_json, session_path
-from pi_sessiond.estimators import ESTIMATOR_NAMES, context_tokens
-from pi_sessiond.settings import load_settings
-from pi_sessiond.store.session import Session
+from pi_protocol.params import GetContextParams
+from pi_protocol.settings import Tokenizer
+from pi_sessiond.cli.common import add_file_argument, preview, print_json, session_path
+from pi_sessiond.cli.local import local_daemon
+from pi_sessiond.estimators import ESTIMATOR_NAMES
+
+NAME = "context"
+HELP = "the LLM context of the leaf (or --leaf ID), as Pi builds it"
 
 
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser("context", help="print the LLM context of the leaf (or --leaf ID)")
+def configure(parser: argparse.ArgumentParser) -> None:
     add_file_argument(parser)
     parser.add_argument("--leaf", metavar="ID", help="build the context of this entry instead of the leaf")
     parser.add_argument("--json", action="store_true", help="print the pi/getContext result as JSON")
-    parser.add_argument(
-        "--tokenizer",
-        choices=ESTIMATOR_NAMES,
-        help="how to count tokens (default: settings.tokenizer, else pi = Pi's own estimate)",
-    )
-    parser.set_defaults(run=run)
+    parser.add_argument("--tokenizer", choices=ESTIMATOR_NAMES,
+                        help="how to count tokens (default: settings.tokenizer, else pi = Pi's own estimate)")
 
 
-def context_result(session: Session, leaf_id: str | None, tokenizer: str = "pi") -> ContextResult:
-    """The ``pi/getContext`` result for ``leaf_id`` (default: the leaf)."""
-    if leaf_id is not None:
-        session.entry(leaf_id)
-        ctx = session.context(leaf_id)
-    else:
-        ctx = session.context()
-    messages = list(ctx.messages)
-    return ContextResult(
-        messages=messages,
-        thinking_level=ctx.thinking_level,
-        model=ctx.model,
-        tokens=context_tokens(messages, tokenizer).tokens,
-    )
+def context_of(args: argparse.Namespace, tokenizer: Tokenizer | None = None) -> ContextResult:
+    """The ``pi/getContext`` result for FILE (``--leaf``: of that entry)."""
+    settings = {"tokenizer": tokenizer} if tokenizer else {}
+    with local_daemon(settings) as local:
+        info = local.open(session_path(args))
+        return local.service.get_context(GetContextParams(session_id=info.session_id, leaf_id=args.leaf))
 
 
 def run(args: argparse.Namespace) -> int:
-    session = open_session(session_path(args))
-    tokenizer = args.tokenizer or load_settings(session.cwd or None).settings.tokenizer
-    result = context_result(session, args.leaf, tokenizer)
+    result = context_of(args, args.tokenizer)
     if args.json:
         print_json(unstructure(result))
         return 0

@@ -1,9 +1,10 @@
-"""``pi-sessiond demo``: compact a copy of the bundled example and show before/after.
+"""``pi-sessiond demo``: compact a copy of the bundled example and show the context before and after.
 
 Runs the configured summarizer (the offline one unless settings.json says
-otherwise: no key, no network). The example's context is ~21k tokens, so the
-demo keeps 6k recent tokens instead of Pi's default 20k to have something to
-summarize; ``--keep-recent-tokens`` changes that.
+otherwise: no key, no network) through the same service as the daemon. The
+example's context is ~21k tokens, so the demo keeps 6k recent tokens instead
+of Pi's default 20k to have something to summarize; ``--keep-recent-tokens``
+changes that.
 """
 
 from __future__ import annotations
@@ -15,50 +16,49 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pi_protocol.settings import Settings
-from pi_sessiond.cli.common import open_session
+from pi_protocol.params import CompactParams, GetContextParams, GetSettingsParams
+from pi_sessiond.cli.common import EXAMPLE_KEEP_RECENT, add_quiet_argument
 from pi_sessiond.cli.context import describe
-from pi_sessiond.cli.runtime import add_summarizer_arguments, settings_for, summarizer_for
-from pi_sessiond.compaction.tokens import estimate_context_tokens
-from pi_sessiond.engine import compact
+from pi_sessiond.cli.local import running_daemon
+from pi_sessiond.cli.progress import StderrProgress
+from pi_sessiond.cli.runtime import add_summarizer_arguments, flag_settings
 from pi_sessiond.examples import example_path
-from pi_sessiond.store.session import Session
 
-DEMO_KEEP_RECENT = 6000
+NAME = "demo"
+HELP = "compact a copy of the bundled example and show the context before and after"
 
 
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser("demo", help="compact a copy of the bundled example and show the context before and after")
-    parser.add_argument("--keep-recent-tokens", type=int, default=DEMO_KEEP_RECENT, metavar="N")
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keep-recent-tokens", type=int, default=EXAMPLE_KEEP_RECENT, metavar="N",
+                        help=f"tokens of recent messages kept verbatim (default {EXAMPLE_KEEP_RECENT})")
+    add_quiet_argument(parser)
     add_summarizer_arguments(parser)
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    workdir = Path(tempfile.mkdtemp(prefix="pi-sessiond-demo-"))
-    path = workdir / example_path().name
+    path = Path(tempfile.mkdtemp(prefix="pi-sessiond-demo-")) / example_path().name
     shutil.copyfile(example_path(), path)
-    session = open_session(path)
-    settings = settings_for(args, session.cwd, {"compaction": {"keepRecentTokens": args.keep_recent_tokens}})
-    return asyncio.run(_demo(session, settings))
+    settings = flag_settings(args, {"compaction": {"keepRecentTokens": args.keep_recent_tokens}})
+    return asyncio.run(_demo(path, settings, StderrProgress(quiet=args.quiet)))
 
 
-async def _demo(session: Session, settings: Settings) -> int:
-    before = session.context()
-    summarizer = summarizer_for(settings)
-    print(f"Session: {session.path}")
-    print(f"Summarizer: {summarizer.name}\n")
-    _show("Before", before.messages, estimate_context_tokens(list(before.messages)).tokens)
-    try:
-        result = await compact(session, summarizer, settings=settings.compaction)
-    finally:
-        await summarizer.aclose()
+async def _demo(path: Path, settings: dict[str, Any], progress: StderrProgress) -> int:
+    async with running_daemon(settings, progress) as local:
+        service = local.service
+        sid = local.open(path).session_id
+        summarizer = service.get_settings(GetSettingsParams(session_id=sid)).settings["summarizer"]["provider"]
+        print(f"Session: {path}")
+        print(f"Summarizer: {summarizer}\n")
+        before = service.get_context(GetContextParams(session_id=sid))
+        _show("Before", before.messages, before.tokens)
+        result = await service.compact(CompactParams(session_id=sid), progress)
+        after = service.get_context(GetContextParams(session_id=sid))
     print("\n=== Summary written as a compaction entry " + "=" * 30)
-    print(result.entry.data.get("summary", ""))
+    print(result.entry.get("summary", ""))
     print("=" * 72 + "\n")
-    _show("After", session.context().messages, result.tokens_after)
+    _show("After", after.messages, after.tokens)
     print(f"\nTokens: {result.tokens_before} before -> ~{result.tokens_after} after (Pi's estimate).")
-    print(f"The compacted copy is {session.path}: try `pi-sessiond tree {session.path}`.")
+    print(f"The compacted copy is {path}: try `pi-sessiond tree {path}`.")
     return 0
 
 

@@ -1,16 +1,11 @@
-"""Settings and summarizer for the commands that summarize (compact, navigate, demo)."""
+"""The command-line flags that are settings: they become the ``initialize`` layer of the in-process service."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any, get_args
 
-from pi_protocol.settings import Provider, Settings
-from pi_sessiond.cli.common import CliError
-from pi_sessiond.settings import first_problem, load_settings
-from pi_sessiond.summarizers.base import Summarizer
-from pi_sessiond.summarizers.config import summarizer_settings
-from pi_sessiond.summarizers.factory import make_summarizer
+from pi_protocol.settings import Provider
 
 JsonDict = dict[str, Any]
 
@@ -24,8 +19,8 @@ def add_summarizer_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--api-key-env", metavar="NAME", help="environment variable that holds the API key")
 
 
-def settings_for(args: argparse.Namespace, cwd: str | None, extra: JsonDict | None = None) -> Settings:
-    """Layered settings for a session in ``cwd`` plus the command-line overrides (refused when invalid)."""
+def flag_settings(args: argparse.Namespace, extra: JsonDict | None = None) -> JsonDict:
+    """The settings the flags give (only those given), plus ``extra``."""
     summarizer = {
         key: value
         for key, value in (
@@ -36,15 +31,5 @@ def settings_for(args: argparse.Namespace, cwd: str | None, extra: JsonDict | No
         )
         if value is not None
     }
-    overrides: JsonDict = {"summarizer": summarizer} if summarizer else {}
-    if extra:
-        overrides.update(extra)
-    problem = first_problem(overrides)
-    if problem is not None:
-        raise CliError(problem, 2)
-    return load_settings(cwd or None, overrides).settings
-
-
-def summarizer_for(settings: Settings) -> Summarizer:
-    """The configured summarizer (raises ``SummarizerConfigError`` when unusable)."""
-    return make_summarizer(summarizer_settings(settings.summarizer))
+    settings: JsonDict = {"summarizer": summarizer} if summarizer else {}
+    return {**settings, **(extra or {})}

@@ -39,12 +39,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--ws", type=_address, metavar="HOST:PORT", help="serve WebSocket clients (needs websockets)")
     parser.add_argument("--log-file", metavar="FILE", help="append logs to FILE instead of stderr")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="warning", help="default: warning")
-    parser.set_defaults(run=run)
 
 
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser("serve", help="run the daemon (JSON-RPC / LSP base protocol; stdio by default)")
-    configure_parser(parser)
+NAME = "serve"
+HELP = "run the daemon (JSON-RPC with LSP framing; stdio by default)"
+configure = configure_parser
 
 
 def setup_logging(log_file: str | None, level_name: str) -> None:
@@ -67,7 +66,11 @@ def _announce(kind: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until EOF / ``exit`` (stdio) or until interrupted (TCP, WebSocket)."""
-    setup_logging(getattr(args, "log_file", None), getattr(args, "log_level", "warning"))
+    try:
+        setup_logging(getattr(args, "log_file", None), getattr(args, "log_level", "warning"))
+    except OSError as exc:
+        print(f"pi-sessiond serve: --log-file {exc.filename or args.log_file}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     from pi_sessiond import transport
     from pi_sessiond.app import make_server
 

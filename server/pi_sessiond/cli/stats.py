@@ -1,26 +1,27 @@
-"""``pi-sessiond stats FILE [--json]``: the ``pi/getStats`` result of a file."""
+"""``pi-sessiond stats FILE [--json]``: token usage, cost, message counts and context size (``pi/getStats``)."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from pi_protocol import unstructure
-from pi_sessiond.cli.common import add_file_argument, open_session, print_json, session_path
-from pi_sessiond.service.stats import session_stats
-from pi_sessiond.settings import load_settings
+from pi_protocol.params import SessionParams
+from pi_sessiond.cli.common import add_file_argument, print_json, session_path
+from pi_sessiond.cli.local import local_daemon
+
+NAME = "stats"
+HELP = "token usage, cost, message counts and context size"
 
 
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser("stats", help="token usage, cost, message counts and context size of the leaf")
+def configure(parser: argparse.ArgumentParser) -> None:
     add_file_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the pi/getStats result as JSON")
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    session = open_session(session_path(args))
-    stats = session_stats(session, load_settings(session.cwd or None).settings)
+    with local_daemon() as local:
+        info = local.open(session_path(args))
+        stats = local.service.get_stats(SessionParams(session_id=info.session_id))
     if args.json:
         print_json(unstructure(stats))
         return 0

@@ -1,76 +1,55 @@
-"""``pi-sessiond tree FILE [--json]``: every entry, as a tree or as JSON."""
+"""``pi-sessiond tree FILE [--json]``: every entry, as a tree (``pi/getTree``) or as JSON (``pi/getEntries``)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
-from typing import Any
 
-import orjson
+from pi_protocol import unstructure
+from pi_protocol.params import GetEntriesParams, GetTreeParams
+from pi_protocol.results import TreeNode, TreeResult
+from pi_sessiond.cli.common import add_file_argument, preview, print_json, session_path
+from pi_sessiond.cli.local import local_daemon
 
-from pi_sessiond.cli.common import add_file_argument, open_session, preview, session_path, write_bytes
-from pi_sessiond.cli.context import message_text
-from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.jsontext import dumps
-from pi_sessiond.store.session import Session
+NAME = "tree"
+HELP = "the session tree (--json: every entry in file order)"
 
 
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser("tree", help="print the session tree")
+def configure(parser: argparse.ArgumentParser) -> None:
     add_file_argument(parser)
     parser.add_argument("--json", action="store_true", help='print {"leafId", "entries"}: every entry in file order')
-    parser.set_defaults(run=run)
-
-
-def tree_json(session: Session) -> bytes:
-    """``{"leafId", "entries"}`` with each unchanged entry spliced in verbatim."""
-    parts = [entry.raw or dumps(entry.data) for entry in session.entries]
-    head = b'{"leafId":' + orjson.dumps(session.leaf_id) + b',"entries":['
-    return head + b",".join(parts) + b"]}\n"
 
 
 def run(args: argparse.Namespace) -> int:
-    session = open_session(session_path(args))
-    if args.json:
-        write_bytes(tree_json(session))
-        return 0
-    active = {e.id for e in session.path_to()}
-    name = f" “{session.tree.name}”" if session.tree.name else ""
-    print(f"session {session.id}{name}  entries: {len(session.entries)}  leaf: {session.leaf_id}")
-    for entry, depth in display_walk(session):
-        mark = "*" if entry.id == session.leaf_id else ("│" if entry.id in active else " ")
-        label = session.tree.labels.get(entry.id)
-        tag = f" [{label}]" if label else ""
-        print(f"{mark} {'  ' * depth}{entry.id} {describe_entry(entry)}{tag}")
+    with local_daemon() as local:
+        info = local.open(session_path(args))
+        if args.json:
+            entries = local.service.get_entries(GetEntriesParams(session_id=info.session_id, since="root"))
+            print_json({"leafId": info.leaf_id, "entries": unstructure(entries)["entries"]})
+            return 0
+        tree = local.service.get_tree(GetTreeParams(session_id=info.session_id))
+    print(f"session {info.session_id}  entries: {tree.total}  leaf: {tree.leaf_id or '(none)'}")
+    for node, depth in indented(tree):
+        mark = "*" if node.id == tree.leaf_id else ("│" if node.on_active_path else " ")
+        tag = f" [{node.label}]" if node.label else ""
+        print(f"{mark} {'  ' * depth}{node.id} {describe(node)}{tag}")
     return 0
 
 
-def display_walk(session: Session) -> Iterator[tuple[Entry, int]]:
-    """Depth-first like Pi's tree view: indentation grows only at branch points."""
-    tree = session.tree
-    stack = [(root, 0) for root in reversed(tree.roots())]
-    while stack:
-        node, indent = stack.pop()
-        yield node, indent
-        children = tree.sorted_children(node.id)
-        step = 1 if len(children) > 1 else 0
-        stack.extend((child, indent + step) for child in reversed(children))
+def indented(tree: TreeResult) -> Iterator[tuple[TreeNode, int]]:
+    """The nodes (depth-first, Pi's order) with an indentation that grows only at branch points."""
+    by_id = {node.id: node for node in tree.nodes}
+    depth: dict[str, int] = {}
+    for node in tree.nodes:
+        parent = by_id.get(node.parent_id) if node.parent_id else None
+        if parent is None:
+            depth[node.id] = 0
+        else:
+            depth[node.id] = depth[parent.id] + (1 if len(parent.child_ids) > 1 else 0)
+        yield node, depth[node.id]
 
 
-def describe_entry(entry: Entry) -> str:
+def describe(node: TreeNode) -> str:
     """``type/role: preview`` for one tree line."""
-    data = entry.data
-    if entry.type == "message":
-        msg = entry.message or {}
-        return f"{msg.get('role', '?')}: {preview(message_text(msg), 60)}"
-    if entry.type in ("compaction", "branch_summary"):
-        return f"{entry.type}: {preview(str(data.get('summary', '')), 60)}"
-    if entry.type == "model_change":
-        return f"model_change: {data.get('provider')}/{data.get('modelId')}"
-    if entry.type == "thinking_level_change":
-        return f"thinking_level_change: {data.get('thinkingLevel')}"
-    if entry.type == "label":
-        return f"label: {data.get('targetId')} = {data.get('label')!r}"
-    if entry.type == "session_info":
-        return f"session_info: {data.get('name')}"
-    return entry.type
+    kind = f"{node.role}" if node.type == "message" and node.role else node.type
+    return f"{kind}: {preview(node.preview, 60)}" if node.preview else kind

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from pi_protocol import CompactionEntry, StructureError, Usage, methods, structure, unstructure
+from pi_protocol import CompactionEntry, CompactionPreview, StructureError, Usage, methods, structure, unstructure
 from pi_protocol.params import CompactParams, ReportOverflowParams
 from pi_protocol.results import (
     BeforeCompactAnswer,
@@ -34,7 +34,7 @@ from pi_protocol.results import (
 )
 from pi_protocol.settings import Settings
 from pi_sessiond import engine
-from pi_sessiond.compaction.prepare import CompactionPreparation
+from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
 from pi_sessiond.errors import NothingToCompact, PiError, Rejected
 from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.interface import ProgressFactory
@@ -94,6 +94,20 @@ async def overflow(core: Core, opened: OpenSession, params: ReportOverflowParams
         )
 
     return await core.jobs.run(opened.key, "compaction", "overflow", work)
+
+
+def preview(core: Core, opened: OpenSession, instructions: str | None) -> CompactionPreview:
+    """``compact --dry-run``: the preparation of the leaf as ``pi/beforeCompact`` shows it (without settings).
+
+    It exists whenever Pi would return a preparation, even one with nothing to
+    summarize (flagged ``nothingToCompact``); :class:`NothingToCompact` where Pi returns none.
+    """
+    session = opened.session
+    path = session.path_to()
+    prep = prepare_compaction(path, core.settings_for(opened).compaction, session.context().messages)
+    if prep is None:
+        raise NothingToCompact(engine.refusal(path))
+    return engine.preview(prep, instructions)
 
 
 def start_threshold(core: Core, opened: OpenSession) -> None:

@@ -14,7 +14,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pi_protocol import CompactResult, ContextResult, LabelEntry, NavigateResult, methods, unstructure
+from pi_protocol import (
+    CompactionPreview,
+    CompactResult,
+    ContextResult,
+    LabelEntry,
+    NavigateResult,
+    methods,
+    unstructure,
+)
 from pi_protocol.params import (
     AppendParams,
     CompactParams,
@@ -191,10 +199,12 @@ class Daemon:
         return views.tree(self._get(params.session_id).session, params.root_id, params.offset, params.limit)
 
     def get_entries(self, params: GetEntriesParams) -> EntriesResult:
-        """``pi/getEntries``: by ``ids``, or the path segment ``fromId`` .. ``toId``."""
+        """``pi/getEntries``: by ``ids``, after ``since`` in file order, or the path segment ``fromId`` .. ``toId``."""
         session = self._get(params.session_id).session
         if params.ids is not None:
             return EntriesResult(entries=views.entries_by_ids(session, params.ids))
+        if params.since is not None:
+            return EntriesResult(entries=views.entries_since(session, params.since))
         return EntriesResult(entries=views.path_segment(session, params.from_id, params.to_id))
 
     def get_stats(self, params: SessionParams) -> StatsResult:
@@ -225,6 +235,10 @@ class Daemon:
         outcome = await compaction.manual(self.core, self._get(params.session_id), params, progress)
         return CompactResult(entry=outcome.entry.data, tokens_before=outcome.tokens_before,
                              tokens_after=outcome.tokens_after)
+
+    def preview_compaction(self, params: CompactParams) -> CompactionPreview:
+        """``compact --dry-run`` (not a wire method): what ``pi/beforeCompact`` would show, without settings."""
+        return compaction.preview(self.core, self._get(params.session_id), params.custom_instructions)
 
     async def report_overflow(self, params: ReportOverflowParams, progress: ProgressFactory) -> CompactResult:
         """``pi/reportOverflow``: compaction with reason ``overflow`` and ``willRetry: true``."""

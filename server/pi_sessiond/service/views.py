@@ -123,6 +123,21 @@ def entries_by_ids(session: Session, ids: list[str]) -> list[JsonDict]:
     return [require_entry(session, i, "ids").data for i in ids]
 
 
+ROOT = "root"  # Pi's name for "before the first entry" (a branch summary's fromId from the root)
+
+
+def entries_since(session: Session, since: str) -> list[JsonDict]:
+    """Full entries after ``since`` in file order (every entry for ``"root"``), as Pi's RPC ``get_entries``."""
+    entries = session.entries
+    if since == ROOT:
+        return [e.data for e in entries]
+    require_entry(session, since, "since")
+    for index, entry in enumerate(entries):
+        if entry.id == since:
+            return [e.data for e in entries[index + 1:]]
+    return []  # unreachable: require_entry found it
+
+
 def path_segment(session: Session, from_id: str | None, to_id: str | None) -> list[JsonDict]:
     """Full entries of the path ``from_id`` .. ``to_id`` (default root .. leaf), in path order."""
     if to_id is not None:
