@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 
 from pi_sessiond.cli.common import add_file_argument, open_session, preview, session_path, write_bytes
-from pi_sessiond.cli.context import message_text
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.jsontext import dumps
+from pi_sessiond.store.kinds import entry_text
 from pi_sessiond.store.session import Session
 
 
@@ -58,19 +58,7 @@ def display_walk(session: Session) -> Iterator[tuple[Entry, int]]:
 
 
 def describe_entry(entry: Entry) -> str:
-    """``type/role: preview`` for one tree line."""
-    data = entry.data
-    if entry.type == "message":
-        msg = entry.message or {}
-        return f"{msg.get('role', '?')}: {preview(message_text(msg), 60)}"
-    if entry.type in ("compaction", "branch_summary"):
-        return f"{entry.type}: {preview(str(data.get('summary', '')), 60)}"
-    if entry.type == "model_change":
-        return f"model_change: {data.get('provider')}/{data.get('modelId')}"
-    if entry.type == "thinking_level_change":
-        return f"thinking_level_change: {data.get('thinkingLevel')}"
-    if entry.type == "label":
-        return f"label: {data.get('targetId')} = {data.get('label')!r}"
-    if entry.type == "session_info":
-        return f"session_info: {data.get('name')}"
-    return entry.type
+    """``type/role: preview`` for one tree line (the preview text comes from ``store/kinds.py``)."""
+    what = str((entry.message or {}).get("role", "?")) if entry.type == "message" else entry.type
+    text = preview(entry_text(entry), 60)
+    return f"{what}: {text}" if text else what

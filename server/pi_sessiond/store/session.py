@@ -22,7 +22,7 @@ from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
-from pi_sessiond.store.context import UNSET, SessionContext, _Unset, build_session_context
+from pi_sessiond.store.context import UNSET, SessionContext, _Unset, build_session_context, resolve_leaf, walk_path
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.errors import InvalidEntryError, ReadOnlySessionError, UnknownEntryError
 from pi_sessiond.store.files import append_bytes, atomic_write, gc_paused
@@ -31,6 +31,7 @@ from pi_sessiond.store.jsontext import dumps
 from pi_sessiond.store.layout import new_entry_id, new_session_id, now_iso, session_file_name
 from pi_sessiond.store.livecontext import LiveContext
 from pi_sessiond.store.migrate import CURRENT_VERSION, header_version, migrate
+from pi_sessiond.store.projection import Projection, project_path
 from pi_sessiond.store.reader import Warning, parse_session_bytes, read_session_file
 from pi_sessiond.store.tree import SessionTree
 
@@ -139,6 +140,20 @@ class Session:
                 return build_session_context(self.entries, None, self.tree.by_id)
             return self._live.get()
         return build_session_context(self.entries, leaf_id, self.tree.by_id)
+
+    def projection(self, leaf_id: str | _Unset | None = UNSET) -> Projection:
+        """Pi 1.6.0's projection of ``leaf_id`` (default: the current leaf, kept incrementally).
+
+        The context is ``projection.messages``; compaction preparation, token
+        estimates and branch summaries work on ``projection.entries``.
+        """
+        if isinstance(leaf_id, _Unset) or leaf_id == self.tree.leaf_id:
+            if self.tree.leaf_id is None:
+                return Projection([])
+            context = self._live.get()
+            return Projection(self._live.projected_entries(), context.thinking_level, context.model)
+        leaf = resolve_leaf(self.entries, leaf_id, self.tree.by_id)
+        return project_path(walk_path(leaf, self.tree.by_id)) if leaf is not None else Projection([])
 
     def replace_tree(self, tree: SessionTree) -> None:
         """Swap in another tree (used when building a session from a path)."""
