@@ -22,6 +22,7 @@ SUMMARIZER_FAILED: Final = -32005
 CONFLICT: Final = -32006
 BUSY: Final = -32007
 TOO_LARGE: Final = -32008
+NOT_A_SESSION: Final = -32010
 
 REASON_CODES: Final = {
     "unknownSession": UNKNOWN_SESSION,
@@ -32,4 +33,5 @@ REASON_CODES: Final = {
     "conflict": CONFLICT,
     "busy": BUSY,
     "tooLarge": TOO_LARGE,
+    "notASession": NOT_A_SESSION,
 }

@@ -617,6 +617,7 @@ export const ErrorCodes = {
   CONFLICT: -32006,
   BUSY: -32007,
   TOO_LARGE: -32008,
+  NOT_A_SESSION: -32010,
 } as const;
 
 export const HookNames = ["beforeCompact", "beforeTree", "reviewSummary"] as const;

@@ -20,7 +20,8 @@ from typing import Any
 
 import attrs
 
-from pi_sessiond.service.interface import InvalidParams, UnknownSession
+from pi_sessiond.service.interface import InvalidParams, ServiceError, UnknownSession
+from pi_sessiond.store.errors import NotASessionError
 from pi_sessiond.store.layout import session_dir, sessions_root
 from pi_sessiond.store.listing import list_sessions
 from pi_sessiond.store.session import Session
@@ -87,10 +88,14 @@ class Registry:
             mode = resolved.stat().st_mode
         except OSError as exc:
             raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
-        if not stat.S_ISREG(mode):
-            raise InvalidParams(f"path: {str(path)!r} is not a regular file")
         try:
+            if stat.S_ISDIR(mode):
+                raise NotASessionError(path, f"Session file is not a valid pi session (a directory): {path}")
+            if not stat.S_ISREG(mode):
+                raise InvalidParams(f"path: {str(path)!r} is not a regular file")
             session = Session.open(resolved)
+        except NotASessionError as exc:
+            raise _not_a_session(exc) from exc
         except OSError as exc:
             raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
         return self.add(session)
@@ -109,7 +114,7 @@ class Registry:
     def create(
         self, cwd: str, *, session_id: str | None = None, parent_session: str | None = None
     ) -> OpenSession:
-        """A new session; its file (in the sessions directory) appears with the first assistant message."""
+        """A new session; its file (in the sessions directory) appears with the first user or assistant message."""
         if session_id is not None:
             check_session_id(session_id)  # it becomes part of the file name
         directory = self.directory_for(cwd)
@@ -167,3 +172,10 @@ def _resolved(path: Path) -> Path:
         return path.resolve()
     except OSError:
         return Path(os.path.abspath(path))
+
+
+def _not_a_session(exc: NotASessionError) -> ServiceError:
+    """``notASession`` (-32010, PROTOCOL.md "Additions"); the new error tree will give it a class."""
+    refused = ServiceError(str(exc), data={"path": exc.path})
+    refused.reason = exc.reason
+    return refused

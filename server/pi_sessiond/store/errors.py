@@ -32,3 +32,17 @@ class InvalidEntryError(StoreError, ValueError):
     """An entry to append is not a Pi entry."""
 
     reason = "invalidEntry"
+
+
+class NotASessionError(StoreError):
+    """The file is not a Pi session: non-empty without a session header, binary, or a directory.
+
+    Nothing is written; the message is Pi 1.6.0's reason (``Session file is not
+    a valid pi session: <path>``).
+    """
+
+    reason = "notASession"
+
+    def __init__(self, path: object, why: str | None = None) -> None:
+        super().__init__(why or f"Session file is not a valid pi session: {path}")
+        self.path = str(path)
