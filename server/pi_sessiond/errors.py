@@ -93,6 +93,12 @@ class Busy(PiError):
     reason = "busy"
 
 
+class NotASession(PiError):
+    """The file is not a Pi session (non-empty without a header, binary, a directory); nothing is written."""
+
+    reason = "notASession"
+
+
 class TooLarge(PiError):
     """A message or entry above ``daemon.maxMessageBytes``."""
 

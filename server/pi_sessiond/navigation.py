@@ -35,6 +35,7 @@ from pi_sessiond.engine import Progress, Reviewer, streamed_percentage
 from pi_sessiond.errors import Conflict
 from pi_sessiond.store.context import context_from_path
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.kinds import content_text
 from pi_sessiond.store.layout import now_iso
 from pi_sessiond.store.session import Session
 from pi_sessiond.summaries import summarize_branch
@@ -113,15 +114,6 @@ def landing(target: Entry) -> tuple[str | None, str | None]:
     if target.type == "custom_message":
         return target.parent_id, content_text(target.data.get("content"))
     return target.id, None
-
-
-def content_text(content: Any) -> str:
-    """A message's text: the string, or its text blocks joined with ``""``."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "".join(b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text" and "text" in b)
 
 
 async def navigate_tree(

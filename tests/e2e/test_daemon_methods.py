@@ -52,7 +52,7 @@ async def open_path(client: Any, path: Path) -> dict[str, Any]:
 # ------------------------------------------------------------------ sessions
 
 
-async def test_create_session_file_appears_only_with_the_first_assistant_message(
+async def test_create_session_file_appears_with_the_first_user_message(
     daemons: Daemons, tmp_path: Path
 ) -> None:
     client = await daemons.start()
@@ -66,13 +66,16 @@ async def test_create_session_file_appears_only_with_the_first_assistant_message
     assert path.parent == daemons.sessions_dir and path.name.endswith(f"_{session['sessionId']}.jsonl")
     assert not path.exists()
 
+    setup = {"type": "thinking_level_change", "thinkingLevel": "high"}
+    zero = await call(client, "pi/append", {"sessionId": session["sessionId"], "entries": [setup]})
+    assert not path.exists()  # as Pi 1.6.0: setup entries alone leave no file
     first = await call(client, "pi/append", {"sessionId": session["sessionId"], "entries": [user_msg("hello")]})
-    assert not path.exists()  # as Pi: no file before the first assistant message
+    assert path.exists()  # as Pi 1.6.0: the file appears at the first user message
     second = await call(client, "pi/append", {"sessionId": session["sessionId"], "entries": [assistant_msg("hi")]})
     lines = read_lines(path)  # right after the reply
     assert lines[0]["id"] == session["sessionId"] and lines[0]["type"] == "session"
-    assert [e["id"] for e in lines[1:]] == first["ids"] + second["ids"]
-    assert lines[2]["parentId"] == first["ids"][0] and second["leafId"] == second["ids"][0]
+    assert [e["id"] for e in lines[1:]] == zero["ids"] + first["ids"] + second["ids"]
+    assert lines[3]["parentId"] == first["ids"][0] and second["leafId"] == second["ids"][0]
 
 
 async def test_create_session_with_given_id_and_parent(daemons: Daemons, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Fixtures for the Pi 0.73.1 parity tier.
+"""Fixtures for the Pi parity tier (``pi16``: Pi 1.6.0, the target; ``pi``: Pi 0.73.1).
 
 Without node, the npm package or the shared fixture these tests skip locally,
 but under ``CI=true`` they fail instead: CI must never silently skip parity.
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.parity.oracle import PiOracle, oracle_available
+from tests.parity.oracle import PI16, PiOracle, oracle_available
 
 PI_FIXTURES = Path(__file__).parents[2].parent / "shared" / "fixtures" / "pi"
 
@@ -30,6 +30,16 @@ def pi() -> Iterator[PiOracle]:
     if reason is not None:
         skip_or_fail(reason)
     with PiOracle() as oracle:
+        yield oracle
+
+
+@pytest.fixture(scope="session")
+def pi16() -> Iterator[PiOracle]:
+    """A running Pi 1.6.0 oracle shared by the whole test session."""
+    reason = oracle_available(PI16)
+    if reason is not None:
+        skip_or_fail(reason)
+    with PiOracle(version=PI16) as oracle:
         yield oracle
 
 

@@ -1,12 +1,15 @@
-"""Python client for the Pi 0.73.1 differential-testing oracle (``oracle.mjs``).
+"""Python client for the Pi differential-testing oracles.
 
-``PiOracle`` starts ``node tests/parity/oracle.mjs`` once and sends it one JSON
-request per line; each request gets exactly one JSON line back. The oracle runs
-the published ``@mariozechner/pi-coding-agent@0.73.1`` code (installed with
-``npm ci --prefix tests/parity``); nothing from that package is copied here.
+``PiOracle(version)`` starts ``node tests/parity/<script>`` once and sends it one
+JSON request per line; each request gets exactly one JSON line back. Two
+published packages are pinned in ``package-lock.json`` (installed with
+``npm ci --prefix tests/parity``); nothing from them is copied here:
 
-Ops and their parameters are documented in ``docs/pi-0.73.1-notes.md`` and at
-the top of ``oracle.mjs``. Pass ``UNDEFINED`` as a leaf id to make the oracle
+* ``"1.6.0"`` (:data:`PI16`): ``@earendil-works/pi-coding-agent@1.6.0`` behind
+  ``oracle16.mjs``, the parity target. Its ops are listed at the top of that file.
+* ``"0.73.1"`` (the default, :data:`PI073`): ``@mariozechner/pi-coding-agent@0.73.1``
+  behind ``oracle.mjs``; it stays to check that files we write still open in old
+  Pi. Ops: ``docs/pi-0.73.1-notes.md`` and the top of ``oracle.mjs``. Pass ``UNDEFINED`` as a leaf id to make the oracle
 call Pi with JavaScript ``undefined`` (``None`` becomes ``null``).
 """
 
@@ -23,9 +26,12 @@ from types import TracebackType
 from typing import Any
 
 PARITY_DIR = Path(__file__).resolve().parent
-ORACLE_SCRIPT = PARITY_DIR / "oracle.mjs"
-PI_PACKAGE_JSON = PARITY_DIR / "node_modules" / "@mariozechner" / "pi-coding-agent" / "package.json"
-PI_VERSION = "0.73.1"
+PI073 = "0.73.1"
+PI16 = "1.6.0"
+_ORACLES = {
+    PI073: (PARITY_DIR / "oracle.mjs", PARITY_DIR / "node_modules" / "@mariozechner" / "pi-coding-agent"),
+    PI16: (PARITY_DIR / "oracle16.mjs", PARITY_DIR / "node_modules" / "@earendil-works" / "pi-coding-agent"),
+}
 INSTALL_HINT = "run `npm ci --prefix tests/parity`"
 UNDEFINED = "__undefined__"
 DEFAULT_TIMEOUT = 120.0
@@ -35,15 +41,16 @@ class OracleError(RuntimeError):
     """The oracle answered ``ok: false``, died, or did not answer in time."""
 
 
-def oracle_available() -> str | None:
-    """Return why the oracle cannot run (node or the npm package missing), else ``None``."""
+def oracle_available(version: str = PI073) -> str | None:
+    """Return why the oracle of ``version`` cannot run (node or its npm package missing), else ``None``."""
     if shutil.which("node") is None:
         return "node is not on PATH (needed for the Pi parity oracle)"
-    if not PI_PACKAGE_JSON.is_file():
-        return f"@mariozechner/pi-coding-agent is not installed; {INSTALL_HINT}"
-    version = json.loads(PI_PACKAGE_JSON.read_text(encoding="utf-8")).get("version")
-    if version != PI_VERSION:
-        return f"installed Pi is {version}, parity needs {PI_VERSION}; {INSTALL_HINT}"
+    package_json = _ORACLES[version][1] / "package.json"
+    if not package_json.is_file():
+        return f"{package_json.parent.parent.name}/pi-coding-agent is not installed; {INSTALL_HINT}"
+    installed = json.loads(package_json.read_text(encoding="utf-8")).get("version")
+    if installed != version:
+        return f"installed Pi is {installed}, parity needs {version}; {INSTALL_HINT}"
     return None
 
 
@@ -55,7 +62,11 @@ class PiOracle:
     the process is discarded and the next call starts a fresh one.
     """
 
-    def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT, version: str = PI073) -> None:
+        if version not in _ORACLES:
+            raise ValueError(f"no oracle for Pi {version}; known: {sorted(_ORACLES)}")
+        self.version = version
+        self._script = _ORACLES[version][0]
         self._timeout = timeout
         self._proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -104,13 +115,13 @@ class PiOracle:
             proc.wait()
 
     def _start(self) -> None:
-        reason = oracle_available()
+        reason = oracle_available(self.version)
         if reason is not None:
             raise OracleError(reason)
         self.close()
         self._lines = queue.Queue()
         self._proc = subprocess.Popen(
-            ["node", str(ORACLE_SCRIPT)],
+            ["node", str(self._script)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pi_sessiond.compaction.text import UNDEFINED, js_template, js_truthy
-from pi_sessiond.store.context import compaction_message, entry_to_message, js_time
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.kinds import compaction_message, entry_messages, js_time
 
 JsonDict = dict[str, Any]
 
@@ -110,4 +110,5 @@ def entry_message(entry: Entry, *, include_compaction: bool) -> JsonDict | None:
         return branch_summary_message(entry)
     if kind == "compaction":
         return compaction_message(entry) if include_compaction else None
-    return entry_to_message(entry)
+    messages = entry_messages(entry)
+    return messages[0] if messages else None

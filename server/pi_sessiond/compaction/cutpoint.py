@@ -29,8 +29,12 @@ import attrs
 
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.kinds import CUT_POINT_ROLES
 
-CUT_ROLES = frozenset({"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"})
+CUT_ROLES = CUT_POINT_ROLES  # the entry-kind table's; 0.73.1 and 1.6.0 agree on roles
+# 0.73.1 rules kept until the cut moves onto the projection (issue 12 item 3: then
+# cut points and turn starts are ``RoleKind.cut_point`` / ``turn_start`` of the
+# projected messages, and these two sets go away).
 _USER_LIKE_ENTRIES = frozenset({"branch_summary", "custom_message"})
 _TURN_START_ROLES = frozenset({"user", "bashExecution"})
 

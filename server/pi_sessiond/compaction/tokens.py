@@ -19,7 +19,7 @@ Malformed messages never raise: a field of the wrong type counts as empty.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -27,11 +27,11 @@ import attrs
 from pi_protocol.settings import CompactionSettings as CompactionSettings
 from pi_sessiond.compaction.text import js_stringify, js_truthy, utf16_len
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.kinds import TokenRule, role_kind
 
 JsonDict = dict[str, Any]
 
 IMAGE_CHARS = 4800
-_SUMMARY_ROLES = frozenset({"branchSummary", "compactionSummary"})
 _USAGE_PARTS = ("input", "output", "cacheRead", "cacheWrite")
 
 
@@ -94,20 +94,22 @@ def _assistant_chars(content: Any) -> int:
     return chars
 
 
+# One counter per ``RoleKind.tokens`` rule of the entry-kind table (0.73.1's counts:
+# user images and system messages count 0 until issue 12 item 3 moves them to 1.6.0's).
+_CHAR_RULES: dict[TokenRule, Callable[[JsonDict], int]] = {
+    "user": lambda m: _block_chars(m.get("content"), images=False),
+    "assistant": lambda m: _assistant_chars(m.get("content")),
+    "blocks": lambda m: _block_chars(m.get("content"), images=True),
+    "bash": lambda m: _chars(m.get("command")) + _chars(m.get("output")),
+    "summary": lambda m: _chars(m.get("summary")),
+    "system": lambda m: 0,
+    "none": lambda m: 0,
+}
+
+
 def estimate_tokens(message: JsonDict) -> int:
     """Pi's ``estimateTokens``: a ``ceil(chars / 4)`` estimate of one agent message."""
-    role = message.get("role")
-    if role == "user":
-        return _ceil_quarter(_block_chars(message.get("content"), images=False))
-    if role == "assistant":
-        return _ceil_quarter(_assistant_chars(message.get("content")))
-    if role in ("custom", "toolResult"):
-        return _ceil_quarter(_block_chars(message.get("content"), images=True))
-    if role == "bashExecution":
-        return _ceil_quarter(_chars(message.get("command")) + _chars(message.get("output")))
-    if role in _SUMMARY_ROLES:
-        return _ceil_quarter(_chars(message.get("summary")))
-    return 0
+    return _ceil_quarter(_CHAR_RULES[role_kind(message.get("role")).tokens](message))
 
 
 def _number(value: Any) -> int:

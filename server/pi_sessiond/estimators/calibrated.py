@@ -44,7 +44,7 @@ from pi_sessiond.compaction.tokens import (
     calculate_context_tokens,
     estimate_tokens,
 )
-from pi_sessiond.store.context import entry_to_message
+from pi_sessiond.store.kinds import entry_messages
 from pi_sessiond.store.session import Session
 
 JsonDict = dict[str, Any]
@@ -128,9 +128,7 @@ def load_messages(path: Path) -> list[JsonDict | None]:
             if entry.message is not None:
                 stream.append(entry.message)
         else:
-            message = entry_to_message(entry)
-            if message is not None:
-                stream.append(message)
+            stream.extend(entry_messages(entry))
     return stream
 
 

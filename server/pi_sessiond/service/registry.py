@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from pi_sessiond.errors import InvalidParams, UnknownSession
+from pi_sessiond.store.errors import NotASessionError
 from pi_sessiond.store.layout import session_dir, sessions_root
 from pi_sessiond.store.listing import list_sessions
 from pi_sessiond.store.session import Session
@@ -87,9 +88,11 @@ class Registry:
             mode = resolved.stat().st_mode
         except OSError as exc:
             raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
-        if not stat.S_ISREG(mode):
-            raise InvalidParams(f"path: {str(path)!r} is not a regular file")
         try:
+            if stat.S_ISDIR(mode):
+                raise NotASessionError(path, f"Session file is not a valid pi session (a directory): {path}")
+            if not stat.S_ISREG(mode):
+                raise InvalidParams(f"path: {str(path)!r} is not a regular file")
             session = Session.open(resolved)
         except OSError as exc:
             raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
@@ -109,7 +112,7 @@ class Registry:
     def create(
         self, cwd: str, *, session_id: str | None = None, parent_session: str | None = None
     ) -> OpenSession:
-        """A new session; its file (in the sessions directory) appears with the first assistant message."""
+        """A new session; its file (in the sessions directory) appears with the first user or assistant message."""
         if session_id is not None:
             check_session_id(session_id)  # it becomes part of the file name
         directory = self.directory_for(cwd)
@@ -167,3 +170,4 @@ def _resolved(path: Path) -> Path:
         return path.resolve()
     except OSError:
         return Path(os.path.abspath(path))
+

@@ -2,7 +2,8 @@
 
 Tree order is Pi's: roots in file order, depth first, children by timestamp
 (``SessionTree.walk``/``subtree``). A preview is the entry's text on one line,
-at most :data:`PREVIEW_CHARS` characters.
+at most :data:`PREVIEW_CHARS` characters, rendered by the entry-kind table
+(``store/kinds.py``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from typing import Any
 from pi_protocol.results import SessionInfo, TreeNode, TreeResult
 from pi_protocol.session import SessionWarning
 from pi_sessiond.errors import InvalidParams, UnknownEntry
-from pi_sessiond.navigation import content_text
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.kinds import entry_text
 from pi_sessiond.store.session import Session
 
 JsonDict = dict[str, Any]
@@ -75,47 +76,8 @@ def _node(session: Session, entry: Entry, on_path: bool) -> TreeNode:
 
 def preview(entry: Entry) -> str:
     """The entry's text on one line, at most 120 characters."""
-    text = " ".join(_text(entry).split())
+    text = " ".join(entry_text(entry).split())
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
-
-
-def _text(entry: Entry) -> str:
-    data = entry.data
-    kind = entry.type
-    if kind == "message":
-        return _message_text(entry.message or {})
-    if kind in ("compaction", "branch_summary"):
-        return str(data.get("summary") or "")
-    if kind == "custom_message":
-        return content_text(data.get("content"))
-    if kind == "label":
-        return f"{data.get('targetId')}: {data.get('label') or '(cleared)'}"
-    if kind == "model_change":
-        return f"{data.get('provider')}/{data.get('modelId')}"
-    if kind == "thinking_level_change":
-        return str(data.get("thinkingLevel") or "")
-    if kind == "session_info":
-        return str(data.get("name") or "")
-    if kind == "custom":
-        return str(data.get("customType") or "")
-    return ""
-
-
-def _message_text(message: JsonDict) -> str:
-    role = message.get("role")
-    if role == "bashExecution":
-        return f"$ {message.get('command') or ''}"
-    content = message.get("content")
-    if role == "assistant" and isinstance(content, list):
-        parts = [content_text([b]) or _tool_call(b) for b in content if isinstance(b, dict)]
-        return " ".join(p for p in parts if p)
-    if role in ("branchSummary", "compactionSummary"):
-        return str(message.get("summary") or "")
-    return content_text(content)
-
-
-def _tool_call(block: JsonDict) -> str:
-    return f"[{block.get('name')}]" if block.get("type") == "toolCall" else ""
 
 
 def entries_by_ids(session: Session, ids: list[str]) -> list[JsonDict]:

@@ -6,7 +6,7 @@ store translates them.
 
 from __future__ import annotations
 
-from pi_sessiond.errors import InvalidParams, Locked, UnknownEntry
+from pi_sessiond.errors import InvalidParams, Locked, NotASession, UnknownEntry
 
 
 class UnknownEntryError(UnknownEntry, KeyError):
@@ -29,3 +29,15 @@ class InvalidEntryError(InvalidParams, ValueError):
 
     def __init__(self, problem: str) -> None:
         super().__init__(f"entries: {problem}")
+
+
+class NotASessionError(NotASession):
+    """The file is not a Pi session: non-empty without a session header, binary, or a directory.
+
+    Nothing is written; the message is Pi 1.6.0's reason (``Session file is not
+    a valid pi session: <path>``), ``data.path`` the file.
+    """
+
+    def __init__(self, path: object, why: str | None = None) -> None:
+        super().__init__(why or f"Session file is not a valid pi session: {path}", data={"path": str(path)})
+        self.path = str(path)

@@ -5,7 +5,7 @@ then one fresh label entry per label that targets an entry on that path
 (chained under the last path entry, original label timestamps kept). As in
 0.73.1, entries whose parent was a dropped label keep that parent id (they
 become orphan roots in the copy). The file is written at once when the path
-has an assistant message, else with the first assistant message.
+has a user or assistant message, else with the first of them (Pi 1.6.0).
 """
 
 from __future__ import annotations

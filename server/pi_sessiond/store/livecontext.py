@@ -1,20 +1,33 @@
-"""The current leaf's context, maintained incrementally.
+"""The current leaf's projection, maintained incrementally.
 
-Appending an entry under the leaf extends the context in O(1) instead of
-rebuilding the whole path (Pi rebuilds, ~0.5 s on a 100k-entry session). Any
-other change (leaf moved, a compaction appended) drops the cache and the next
-read rebuilds it with :func:`context_from_path`, so results always equal a
-fresh ``buildSessionContext``.
+Appending an entry under the leaf extends the projection without rebuilding
+the path (Pi rebuilds, ~0.5 s on a 100k-entry session):
+
+* an ordinary entry adds its projected messages at the end (O(1));
+* a ``context_edit`` whose target is a current context entry re-projects that
+  one entry and splices its messages in place (the latest edit per target
+  wins, as in the projection): no path walk, no re-projection of the rest;
+  one whose target is not selected changes nothing but is remembered, in case
+  its target is appended later;
+* anything else (leaf moved, a compaction appended) drops the cache and the
+  next read rebuilds it with :func:`~pi_sessiond.store.projection.project_path`.
+
+So results always equal a fresh ``buildSessionContext``. A returned context is
+a snapshot: the message list it views is never changed afterwards (an in-place
+edit first copies a list that a snapshot may be viewing: one pointer copy per
+edit, no re-projection).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-from pi_sessiond.store.context import SessionContext, context_from_path, entry_to_message
+from pi_sessiond.store.context import SessionContext
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.files import gc_paused
+from pi_sessiond.store.projection import ProjectedEntry, apply_settings, latest_edits, project_entry, project_path
 from pi_sessiond.store.tree import SessionTree
 
 _STALE = object()
@@ -23,7 +36,7 @@ _STALE = object()
 class MessagesView(Sequence[dict[str, Any]]):
     """The first ``count`` items of a list that only grows at the end."""
 
-    __slots__ = ("_count", "_items")
+    __slots__ = ("__weakref__", "_count", "_items")
 
     def __init__(self, items: list[dict[str, Any]], count: int) -> None:
         self._items = items
@@ -56,26 +69,53 @@ class MessagesView(Sequence[dict[str, Any]]):
 
 
 class LiveContext:
-    """Context of ``tree.leaf_id``, kept in step with appends."""
+    """Projection of ``tree.leaf_id``, kept in step with appends."""
 
     def __init__(self, tree: SessionTree) -> None:
         self._tree = tree
         self._leaf: object = _STALE
-        self._messages: list[dict[str, Any]] = []
+        self._entries: list[ProjectedEntry] = []
+        self._slot: dict[str, int] = {}  # context entry id -> index in _entries
+        self._edits: dict[str, Entry] = {}  # target id -> latest edit among the context entries
+        self._messages: list[dict[str, Any]] = []  # the flattening of _entries[*].messages
+        self._starts: list[int] = []  # where each entry's messages start, before _shifts
+        self._shifts: list[tuple[int, int]] = []  # (first entry index, delta) not yet folded into _starts
+        self._views: list[weakref.ref[MessagesView]] = []  # snapshots of _messages (dead ones pruned)
         self._thinking: Any = "off"
         self._model: dict[str, Any] | None = None
 
     def get(self) -> SessionContext:
-        """The context of the current leaf (a fresh list each call)."""
+        """The context of the current leaf (a snapshot; O(1) unless an edit was applied)."""
         if self._leaf is _STALE or self._leaf != self._tree.leaf_id:
-            with gc_paused():
-                built = context_from_path(self._tree.path())
-            self._messages = list(built.messages)  # a new list: old views keep theirs
-            self._thinking, self._model = built.thinking_level, built.model
-            self._leaf = self._tree.leaf_id
-        # The live list only ever grows while this cache lives, so a prefix view
-        # of it is a stable snapshot: O(1) instead of copying the whole context.
-        return SessionContext(MessagesView(self._messages, len(self._messages)), self._thinking, self._model)
+            self._rebuild()
+        # Appends only grow _messages and an edit copies it while a view lives, so a view is a snapshot.
+        view = MessagesView(self._messages, len(self._messages))
+        if len(self._views) >= 32:
+            self._views = [r for r in self._views if r() is not None]
+        self._views.append(weakref.ref(view))
+        return SessionContext(view, self._thinking, self._model)
+
+    def projected_entries(self) -> list[ProjectedEntry]:
+        """The current leaf's projection entries (a new list)."""
+        if self._leaf is _STALE or self._leaf != self._tree.leaf_id:
+            self._rebuild()
+        return list(self._entries)
+
+    def _rebuild(self) -> None:
+        with gc_paused():
+            projection = project_path(self._tree.path())
+        self._entries = list(projection.entries)
+        self._slot = {p.entry.id: i for i, p in enumerate(self._entries)}
+        self._edits = latest_edits([p.entry for p in self._entries])
+        self._messages = []  # a new list: old views keep theirs
+        self._starts = []
+        for projected in self._entries:
+            self._starts.append(len(self._messages))
+            self._messages.extend(projected.messages)
+        self._shifts = []
+        self._views = []
+        self._thinking, self._model = projection.thinking_level, projection.model
+        self._leaf = self._tree.leaf_id
 
     def on_append(self, entry: Entry) -> None:
         """``entry`` was just appended under the previous leaf."""
@@ -83,19 +123,46 @@ class LiveContext:
             self._leaf = _STALE
             return
         self._leaf = entry.id
-        if entry.type == "thinking_level_change":
-            self._thinking = entry.data.get("thinkingLevel")
-            return
-        if entry.type == "model_change":
-            self._model = _model(entry.data.get("provider"), entry.data.get("modelId"))
-            return
-        message = entry_to_message(entry)
-        if message is None:
-            return
-        self._messages.append(message)
-        if entry.type == "message" and message.get("role") == "assistant":
-            self._model = _model(message.get("provider"), message.get("model"))
+        self._thinking, self._model = apply_settings(entry, self._thinking, self._model)
+        projected = ProjectedEntry(entry, project_entry(entry, self._edits.get(entry.id)), self._edits.get(entry.id))
+        self._slot[entry.id] = len(self._entries)
+        self._starts.append(len(self._messages) - self._shift_at(len(self._entries)))
+        self._entries.append(projected)
+        self._messages.extend(projected.messages)
+        if entry.type == "context_edit":
+            self._apply_edit(entry)
 
+    def _apply_edit(self, edit: Entry) -> None:
+        target = edit.data.get("targetId")
+        if not isinstance(target, str):
+            return
+        self._edits[target] = edit
+        index = self._slot.get(target)
+        if index is None:
+            return
+        old = self._entries[index]
+        if old.entry.type == "compaction" and index > 0:
+            self._entries[index] = ProjectedEntry(old.entry, [], edit)
+            return
+        new = ProjectedEntry(old.entry, project_entry(old.entry, edit), edit)
+        self._entries[index] = new
+        if any(r() is not None for r in self._views):  # a snapshot still views this list: leave it
+            self._messages = list(self._messages)
+        self._views = []
+        start = self._starts[index] + self._shift_at(index)
+        self._messages[start : start + len(old.messages)] = new.messages
+        delta = len(new.messages) - len(old.messages)
+        if delta:
+            self._shifts.append((index + 1, delta))
+            if len(self._shifts) > 64:
+                self._fold_shifts()
 
-def _model(provider: Any, model_id: Any) -> dict[str, Any]:
-    return {k: v for k, v in (("provider", provider), ("modelId", model_id)) if v is not None}
+    def _shift_at(self, index: int) -> int:
+        return sum(delta for first, delta in self._shifts if first <= index)
+
+    def _fold_shifts(self) -> None:
+        position = 0
+        for i, projected in enumerate(self._entries):
+            self._starts[i] = position
+            position += len(projected.messages)
+        self._shifts = []

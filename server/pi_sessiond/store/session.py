@@ -3,12 +3,15 @@
 Write rules (PROTOCOL.md "Session data", reference §1.8):
 - Loading never writes. A migrated (v1/v2) file is rewritten once as v3,
   atomically, right before the first new entry is appended.
-- A new session's file is created when its first assistant message arrives;
-  then every appended entry is on disk (one write, fsync) before we return.
+- A new session's file is created when its first user or assistant message
+  arrives (Pi 1.6.0); then every appended entry is on disk (one write, fsync)
+  before we return. A 0-byte file opens as a new, empty session.
 - A file whose last line is torn (no trailing newline) gets a newline in the
-  same write as the next entry; nothing is ever truncated.
-- A file without a session header is read-only: we never overwrite it (Pi
-  0.73.1 would replace it with a fresh header; deliberate fix).
+  same write as the next entry, never on open (Pi 1.6.0 appends it on open;
+  deliberate fix, ``test_fix_no_write_on_open``); nothing is ever truncated.
+- A non-empty file without a session header (binary files included) or a
+  directory is refused with :class:`NotASessionError` and left untouched, as
+  Pi 1.6.0 refuses it.
 - Other writers (``guard.py``): the first write takes the sidecar ``.lock``
   (another process writing the same file gets ``LockedError``); lines another
   program appended meanwhile are folded in before ours, never overwritten.
@@ -22,20 +25,22 @@ from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
-from pi_sessiond.store.context import UNSET, SessionContext, _Unset, build_session_context
+from pi_sessiond.store.context import UNSET, SessionContext, _Unset, build_session_context, resolve_leaf, walk_path
 from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.errors import InvalidEntryError, ReadOnlySessionError, UnknownEntryError
+from pi_sessiond.store.errors import InvalidEntryError, NotASessionError, ReadOnlySessionError, UnknownEntryError
 from pi_sessiond.store.files import append_bytes, atomic_write, gc_paused
 from pi_sessiond.store.guard import ChangedUnderneathError, FileGuard
 from pi_sessiond.store.jsontext import dumps
 from pi_sessiond.store.layout import new_entry_id, new_session_id, now_iso, session_file_name
 from pi_sessiond.store.livecontext import LiveContext
 from pi_sessiond.store.migrate import CURRENT_VERSION, header_version, migrate
+from pi_sessiond.store.projection import Projection, project_path
 from pi_sessiond.store.reader import Warning, parse_session_bytes, read_session_file
 from pi_sessiond.store.tree import SessionTree
 
 JsonDict = dict[str, Any]
 _OWN_FIELDS_FIRST = frozenset({"custom", "custom_message"})
+_CONVERSATION_ROLES = frozenset({"user", "assistant"})  # a new file is created at the first of these
 
 
 class Session:
@@ -59,9 +64,17 @@ class Session:
     # ----------------------------------------------------------------- create
     @classmethod
     def open(cls, path: Path) -> Session:
-        """Load ``path`` (migrating in memory); raises ``OSError`` if unreadable."""
+        """Load ``path`` (migrating in memory); raises ``OSError`` if unreadable.
+
+        Raises :class:`NotASessionError` for a directory or a non-empty file
+        without a session header.
+        """
+        if path.is_dir():
+            raise NotASessionError(path, f"Session file is not a valid pi session (a directory): {path}")
         with gc_paused():
             result = read_session_file(path)
+            if result.header is None and result.size > 0:
+                raise NotASessionError(path)
             missing_header = result.header is None
             version = header_version(result.header)
             migrated = migrate(result) if not missing_header else False
@@ -74,8 +87,6 @@ class Session:
         session._lines = result.line_count
         if session._guard is not None:
             session._guard.seen()
-        if missing_header:
-            session.read_only_reason = "the file has no session header; it is opened read-only"
         session.source_version = version
         return session
 
@@ -88,7 +99,7 @@ class Session:
         session_id: str | None = None,
         parent_session: str | None = None,
     ) -> Session:
-        """A new, empty session; its file appears with the first assistant message."""
+        """A new, empty session; its file appears with the first user or assistant message."""
         sid = session_id or new_session_id()
         timestamp = now_iso()
         header: JsonDict = {"type": "session", "version": CURRENT_VERSION, "id": sid}
@@ -140,13 +151,27 @@ class Session:
             return self._live.get()
         return build_session_context(self.entries, leaf_id, self.tree.by_id)
 
+    def projection(self, leaf_id: str | _Unset | None = UNSET) -> Projection:
+        """Pi 1.6.0's projection of ``leaf_id`` (default: the current leaf, kept incrementally).
+
+        The context is ``projection.messages``; compaction preparation, token
+        estimates and branch summaries work on ``projection.entries``.
+        """
+        if isinstance(leaf_id, _Unset) or leaf_id == self.tree.leaf_id:
+            if self.tree.leaf_id is None:
+                return Projection([])
+            context = self._live.get()
+            return Projection(self._live.projected_entries(), context.thinking_level, context.model)
+        leaf = resolve_leaf(self.entries, leaf_id, self.tree.by_id)
+        return project_path(walk_path(leaf, self.tree.by_id)) if leaf is not None else Projection([])
+
     def replace_tree(self, tree: SessionTree) -> None:
         """Swap in another tree (used when building a session from a path)."""
         self.tree = tree
         self._live = LiveContext(tree)
 
     def write_now(self) -> None:
-        """Create the file now if the entries warrant it (an assistant message)."""
+        """Create the file now if the entries warrant it (a user or assistant message)."""
         self._before_write()
         self._persist([], [])
 
@@ -214,7 +239,7 @@ class Session:
         if self.path is None:
             return
         if not self._on_disk:
-            if not any(e.role == "assistant" for e in (*self.entries, *built)):
+            if not any(e.role in _CONVERSATION_ROLES for e in (*self.entries, *built)):
                 return
             self._write_everything(built)
             return

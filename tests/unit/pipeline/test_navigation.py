@@ -403,9 +403,8 @@ async def test_progress_reports_streamed_tokens(path: Path) -> None:
 
 
 async def test_failed_write_leaves_the_leaf_untouched(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "headerless.jsonl", two_prompts(), header=False)
-    session = Session.open(path)
-    assert session.read_only_reason is not None
+    session = Session.open(write_lines(tmp_path / "s.jsonl", two_prompts()))
+    session.read_only_reason = "refused for the test"
     with pytest.raises(ReadOnlySessionError):
         await navigate_tree(session, "a1", label="x")
     assert session.leaf_id == "a2"

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from pi_protocol.errors import REASON_CODES
 from pi_protocol.params import AppendParams, CreateSessionParams, OpenSessionParams
-from pi_sessiond.errors import InvalidParams
+from pi_sessiond.errors import InvalidParams, NotASession
 
 from .fakes import make_daemon, open_file, session_file, user
 
@@ -35,8 +36,20 @@ def test_only_regular_files_are_opened(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(InvalidParams, match="not a regular file"):  # and does not block on the FIFO
         daemon.open_session(OpenSessionParams(path=str(fifo)))
-    with pytest.raises(InvalidParams, match="not a regular file"):
+    with pytest.raises(NotASession, match="a directory") as caught:  # PROTOCOL.md Additions: notASession
         daemon.open_session(OpenSessionParams(path=str(tmp_path)))
+    assert caught.value.reason == "notASession"
+
+
+def test_a_header_less_file_is_refused_as_not_a_session(tmp_path: Path) -> None:
+    daemon, _ = make_daemon(tmp_path)
+    path = tmp_path / "junk.jsonl"
+    path.write_bytes(b'{"type":"message","id":"a","parentId":null}\n')
+    with pytest.raises(NotASession, match=r"^Session file is not a valid pi session: ") as caught:
+        daemon.open_session(OpenSessionParams(path=str(path)))
+    assert caught.value.reason == "notASession" and caught.value.data == {"path": str(path)}
+    assert REASON_CODES[caught.value.reason] == -32010
+    assert path.read_bytes() == b'{"type":"message","id":"a","parentId":null}\n'
 
 
 async def test_a_symlinked_session_is_written_at_its_target_and_stays_a_link(tmp_path: Path) -> None:

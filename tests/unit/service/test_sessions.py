@@ -63,14 +63,14 @@ def test_open_errors(tmp_path: Path) -> None:
         daemon.open_session(OpenSessionParams(session_id="nope"))
 
 
-async def test_create_writes_with_the_first_assistant_then_lists_and_reopens_by_id(tmp_path: Path) -> None:
+async def test_create_writes_with_the_first_user_message_then_lists_and_reopens_by_id(tmp_path: Path) -> None:
     daemon, events = make_daemon(tmp_path)
     info = daemon.create_session(CreateSessionParams(cwd="/w/proj", session_id="abc"))
     assert info.session_id == "abc" and info.entry_count == 0
     path = Path(info.path or "")
     assert path.parent == tmp_path / "sessions" and path.name.endswith("_abc.jsonl")
     result = await daemon.append(AppendParams(session_id="abc", entries=[user("hello there")]))
-    assert not path.exists() and result.ids and result.leaf_id == result.ids[0]
+    assert path.exists() and result.ids and result.leaf_id == result.ids[0]  # Pi 1.6.0: at the first user message
     result = await daemon.append(AppendParams(session_id="abc", entries=[assistant("hi", total=40)]))
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["type"] for r in lines] == ["session", "message", "message"]

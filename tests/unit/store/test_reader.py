@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from tests.unit.store.helpers import HEADER, assistant, user, write_lines
 
-from pi_sessiond.store.errors import ReadOnlySessionError
+from pi_sessiond.store.errors import NotASessionError
 from pi_sessiond.store.session import Session
 
 
@@ -61,25 +61,49 @@ def test_second_header_is_skipped(tmp_path: Path) -> None:
     assert [e.id for e in session.entries] == ["a", "b"]
 
 
-def test_file_without_header_is_read_only_and_untouched(tmp_path: Path) -> None:
+def test_file_without_header_is_refused_and_untouched(tmp_path: Path) -> None:
+    """Pi 1.6.0 refuses it with this reason (0.73.1 overwrote it; we opened it read-only)."""
     path = write_lines(tmp_path / "s.jsonl", [user("a", None, "hi"), assistant("b", "a", "yo")], header=False)
     before = path.read_bytes()
-    session = Session.open(path)
-    assert session.warnings[0].line == 1
-    assert "missing session header" in session.warnings[0].message
-    assert len(session.context().messages) == 2
-    with pytest.raises(ReadOnlySessionError):
-        session.append([{"type": "session_info", "name": "x"}])
+    with pytest.raises(NotASessionError, match=r"^Session file is not a valid pi session: ") as caught:
+        Session.open(path)
+    assert caught.value.reason == "notASession" and caught.value.path == str(path)
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("data", [b"\x00\x01\x89PNG\r\n\x1a\n\xff\xfe", b"\n\n  \n", b"not json\n"])
+def test_binary_blank_and_junk_files_are_refused_untouched(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(data)
+    with pytest.raises(NotASessionError):
+        Session.open(path)
+    assert path.read_bytes() == data
+
+
+def test_a_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(NotASessionError, match="a directory"):
+        Session.open(tmp_path)
+
+
+def test_fix_no_write_on_open(tmp_path: Path) -> None:
+    """Pi 1.6.0 appends a newline to a torn last line when it opens the file; loading never writes."""
+    path = write_lines(tmp_path / "s.jsonl", [user("a", None, "hi"), assistant("b", "a", "yo")])
+    data = path.read_bytes() + b'{"type":"message","id":"c"'
+    path.write_bytes(data)
+    session = Session.open(path)
+    session.context()
+    session.projection()
+    assert path.read_bytes() == data
+    session.append([{"type": "session_info", "name": "x"}])
+    assert path.read_bytes().startswith(data + b"\n")  # mended only before our first append
 
 
 def test_empty_and_blank_files(tmp_path: Path) -> None:
     empty = tmp_path / "e.jsonl"
     empty.write_bytes(b"")
     assert Session.open(empty).entries == []
-    blank = tmp_path / "b.jsonl"
-    blank.write_bytes(b"\n\n  \n")
-    assert Session.open(blank).entries == []
+    assert Session.open(empty).context().messages == []
+    assert empty.read_bytes() == b""  # a 0-byte file opens as a new session and is not written
 
 
 def test_orphans_and_self_parented_entries_never_hang(tmp_path: Path) -> None:

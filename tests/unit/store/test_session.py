@@ -16,11 +16,14 @@ USER = {"type": "message", "message": {"role": "user", "content": "hello", "time
 ASSISTANT = {"type": "message", "message": assistant("x", None, "hi")["message"]}
 
 
-def test_new_session_file_appears_with_the_first_assistant(tmp_path: Path) -> None:
+def test_new_session_file_appears_with_the_first_user_message(tmp_path: Path) -> None:
+    """Pi 1.6.0 (#10000): setup entries alone leave no file; the first user message creates it."""
     session = Session.create("/work/p", tmp_path)
     assert session.path is not None and session.path.parent == tmp_path
-    session.append([{"type": "thinking_level_change", "thinkingLevel": "off"}, USER])
+    session.append([{"type": "thinking_level_change", "thinkingLevel": "off"}])
     assert not session.path.exists()
+    session.append([USER])
+    assert len(session.path.read_text().splitlines()) == 3
     session.append([ASSISTANT])
     lines = [json.loads(x) for x in session.path.read_text().splitlines()]
     assert [x["type"] for x in lines] == ["session", "thinking_level_change", "message", "message"]
