@@ -103,3 +103,15 @@ def _digest(path: Path) -> str:
 
 def _text(data: str | bytes | None) -> str:
     return data.decode(errors="replace") if isinstance(data, bytes) else data or ""
+
+
+def test_readme_setup_with_an_empty_table_starts_the_daemon(nvim: str, tmp_path: Path) -> None:
+    """``require('pi_sessiond').setup({})``, the daemon as ``pi-sessiond`` on ``$PATH`` (the README's install)."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
+    script = PLUGIN / "tests" / "setup_empty.lua"
+    command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"set rtp+={PLUGIN}", "-c", f"luafile {script}"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    output = f"exit code {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}{_lsp_log(tmp_path)}"
+    assert done.returncode == 0 and "ok   setup({}) started the daemon" in done.stdout, output

@@ -279,6 +279,24 @@ def test_invalid_initialization_options_are_32602_naming_the_field(raw: Raw) -> 
     assert reply["error"]["data"]["field"] == "initializationOptions.settings"
 
 
+@pytest.mark.parametrize("options", [[], {"settings": []}, None], ids=["empty-array", "settings-empty-array", "null"])
+def test_lua_s_empty_tables_are_no_options(options: object) -> None:
+    """Neovim encodes an empty Lua table as ``[]``: ``setup({})`` must start the daemon (issue 17, item 1)."""
+    server = Raw()
+    try:
+        params = {"processId": None, "capabilities": {}, "initializationOptions": options}
+        assert "result" in server.call(1, "initialize", params)
+        server.ping()
+    finally:
+        server.stop()
+
+
+def test_options_that_are_no_object_are_refused_naming_initialization_options(raw: Raw) -> None:
+    reply = raw.call(1, "initialize", {"processId": None, "capabilities": {}, "initializationOptions": [1]})
+    assert reply["error"]["message"] == "Invalid params: initializationOptions: expected object, got array"
+    assert reply["error"]["data"] == {"reason": "invalidParams", "field": "initializationOptions"}
+
+
 def test_initialize_with_bad_lsp_params_is_32602(raw: Raw) -> None:
     assert error_of(raw.call(1, "initialize", {"capabilities": 3})) == (1, -32602)
     raw.ping()

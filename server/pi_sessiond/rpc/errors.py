@@ -25,7 +25,8 @@ logger = logging.getLogger(__name__)
 def invalid_params(exc: StructureError, *, prefix: str = "") -> JsonRpcException:
     """``-32602`` naming the field: ``data = {"reason": "invalidParams", "field": "a.b"}``."""
     field = ".".join(str(p) for p in ([prefix] if prefix else []) + list(exc.path))
-    message = f"Invalid params: {prefix + '.' if prefix else ''}{exc}"
+    detail = str(exc).split(": ", 1)[-1]  # the field path of str(exc) never holds ": "
+    message = f"Invalid params: {field or 'params'}: {detail}"
     return reason_error("invalidParams", message, {"field": field})
 
 

@@ -197,9 +197,8 @@ class PiServer(LanguageServer):
         }
 
     def _on_initialize(self, params: types.InitializeParams) -> None:
-        raw = params.initialization_options
         try:
-            options = structure({} if raw is None else raw, InitializationOptions)
+            options = structure(_options_object(params.initialization_options), InitializationOptions)
         except StructureError as exc:
             raise invalid_params(exc, prefix="initializationOptions") from None
         self.declared_hooks = _declared_hooks(params.capabilities.experimental)
@@ -238,6 +237,20 @@ class PiServer(LanguageServer):
 
         layers = [DEFAULT_LAYER, file_layer("global", global_path()), Layer("initialize", settings or {})]
         self._limit = resolve(layers).settings.daemon.max_message_bytes
+
+
+def _options_object(raw: Any) -> Any:
+    """``initializationOptions`` as an object: absent, ``null`` and an empty array are "no options".
+
+    Neovim (and other Lua clients) encode an empty table as ``[]``, so
+    ``setup({})`` sends ``[]`` for the options, or for ``settings`` inside them.
+    Anything else that is not an object is refused by the structuring, naming the field.
+    """
+    if raw is None or raw == []:
+        return {}
+    if isinstance(raw, dict) and raw.get("settings") == []:
+        return {**raw, "settings": {}}
+    return raw
 
 
 def _plain(method: Callable[[Any], None]) -> Callable[[Any], None]:

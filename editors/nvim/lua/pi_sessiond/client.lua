@@ -20,10 +20,19 @@ function M.configure(opts)
   config = vim.tbl_extend('force', config, opts)
 end
 
+-- An empty Lua table is encoded as `[]`: objects that may be empty are built
+-- from vim.empty_dict() so the daemon always gets JSON objects.
+local function object(tbl)
+  if tbl == nil or next(tbl) == nil then
+    return vim.empty_dict()
+  end
+  return tbl
+end
+
 local function init_options()
-  local options = {}
+  local options = vim.empty_dict()
   if config.settings ~= nil then
-    options.settings = config.settings
+    options.settings = object(config.settings)
   end
   if config.sessions_dir ~= nil then
     options.sessionsDir = vim.fn.fnamemodify(vim.fn.expand(config.sessions_dir), ':p')
