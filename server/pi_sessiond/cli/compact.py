@@ -24,7 +24,7 @@ from pi_sessiond.compaction.prepare import (
     CompactionPreparation,
     prepare_compaction,
 )
-from pi_sessiond.engine import compact, preview
+from pi_sessiond.pipeline.compaction import compact, preview
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session
 

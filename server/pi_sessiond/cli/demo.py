@@ -20,8 +20,8 @@ from pi_sessiond.cli.common import open_session
 from pi_sessiond.cli.context import describe
 from pi_sessiond.cli.runtime import add_summarizer_arguments, settings_for, summarizer_for
 from pi_sessiond.compaction.tokens import estimate_context_tokens
-from pi_sessiond.engine import compact
 from pi_sessiond.examples import example_path
+from pi_sessiond.pipeline.compaction import compact
 from pi_sessiond.store.session import Session
 
 DEMO_KEEP_RECENT = 6000

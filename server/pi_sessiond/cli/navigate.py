@@ -15,7 +15,7 @@ from pi_protocol import NavigateResult, unstructure
 from pi_protocol.settings import Settings
 from pi_sessiond.cli.common import add_file_argument, open_session, print_json, session_path
 from pi_sessiond.cli.runtime import add_summarizer_arguments, settings_for, summarizer_for
-from pi_sessiond.navigation import navigate_tree
+from pi_sessiond.pipeline.navigation import navigate_tree
 from pi_sessiond.store.session import Session
 
 JsonDict = dict[str, Any]

@@ -12,7 +12,7 @@ from typing import Any
 from pi_protocol.results import SessionInfo, TreeNode, TreeResult
 from pi_protocol.session import SessionWarning
 from pi_sessiond.errors import InvalidParams, UnknownEntry
-from pi_sessiond.navigation import content_text
+from pi_sessiond.pipeline.navigation import content_text
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session

@@ -11,11 +11,11 @@ import pytest
 
 from pi_sessiond.compaction.prompts import SPLIT_TURN_SEPARATOR
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.engine import compact
 from pi_sessiond.errors import Conflict, NothingToCompact
 from pi_sessiond.examples.generator import generate, write
+from pi_sessiond.pipeline.compaction import compact
+from pi_sessiond.pipeline.requests import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
 from pi_sessiond.store.session import Session
-from pi_sessiond.summaries import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.offline import OfflineSummarizer
 

@@ -35,12 +35,13 @@ from pi_sessiond.compaction.prompts import (
 )
 from pi_sessiond.compaction.serialize import serialize_conversation
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.engine import CompactResult, compact, prepare_or_refuse
 from pi_sessiond.errors import NothingToCompact
 from pi_sessiond.examples.generator import generate, write
-from pi_sessiond.navigation import navigate_tree
+from pi_sessiond.pipeline.compaction import CompactResult, compact, prepare_or_refuse
+from pi_sessiond.pipeline.navigation import navigate_tree
+from pi_sessiond.pipeline.requests import HISTORY_HEADINGS
+from pi_sessiond.pipeline.summaries import SummaryValidationError
 from pi_sessiond.store.session import Session
-from pi_sessiond.summaries import HISTORY_HEADINGS, SummaryValidationError
 from pi_sessiond.summarizers.base import Summarizer
 from pi_sessiond.summarizers.config import SummarizerSettings
 from pi_sessiond.summarizers.errors import SummarizerError
