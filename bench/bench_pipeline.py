@@ -18,9 +18,10 @@ interleaved so that drift hits every row alike (``time.perf_counter``):
   and read to the end; the connection is kept alive, as the provider's is.
 - ``provider``: ``summarizer.summarize(request)``: SSE parsing, usage, the retry
   loop, no pipeline.
-- ``summarize_history``: ``summaries.summarize_history`` on prepared messages:
-  serialization, prompt, provider, validation; no preparation, no write.
-- ``compact``: ``engine.compact`` end to end on a freshly opened copy of the
+- ``summarize_history``: ``pipeline.summaries.summarize_compaction`` of the
+  preparation's jobs: serialization, prompt, provider, validation; no
+  preparation, no write.
+- ``compact``: ``pipeline.compaction.compact`` end to end on a freshly opened copy of the
   session (copy and open not timed): prepare, summarize, validate, size check,
   append the entry (one write + fsync, as in production), context after.
 
@@ -53,16 +54,14 @@ from typing import Any
 
 import httpx
 
-from pi_sessiond.compaction.convert import convert_to_llm
 from pi_sessiond.compaction.prepare import CompactionPreparation
-from pi_sessiond.compaction.prompts import SUMMARIZATION_SYSTEM_PROMPT, build_summary_prompt
-from pi_sessiond.compaction.serialize import serialize_conversation
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.engine import compact, prepare_or_refuse
 from pi_sessiond.errors import NothingToCompact
 from pi_sessiond.examples.generator import generate, write
+from pi_sessiond.pipeline.compaction import compact, prepare_or_refuse
+from pi_sessiond.pipeline.requests import HISTORY_HEADINGS, compaction_jobs
+from pi_sessiond.pipeline.summaries import summarize_compaction
 from pi_sessiond.store.session import Session
-from pi_sessiond.summaries import HISTORY_HEADINGS, summarize_history
 from pi_sessiond.summarizers.base import SummaryRequest
 from pi_sessiond.summarizers.config import SummarizerSettings
 from pi_sessiond.summarizers.factory import make_summarizer
@@ -118,15 +117,11 @@ def small_session(directory: Path, seed: int, entries: int) -> tuple[Path, Compa
 
 
 def history_request(prep: CompactionPreparation) -> SummaryRequest:
-    """The request ``summarize_history`` makes for an unsplit preparation (see ``summaries._Job``)."""
-    serialized = serialize_conversation(convert_to_llm(prep.messages_to_summarize))
-    return SummaryRequest(
-        system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
-        prompt=build_summary_prompt(serialized, prep.previous_summary),
-        max_tokens=int(0.8 * prep.settings.reserve_tokens),
-        messages=tuple(prep.messages_to_summarize),
-        previous_summary=prep.previous_summary,
-    )
+    """The one request a compaction of an unsplit preparation sends (``pipeline.requests``)."""
+    job = compaction_jobs(prep).history
+    if job is None:
+        raise SystemExit("the preparation sends no history request")
+    return job.request()
 
 
 # -------------------------------------------------------------------- the steps
@@ -158,9 +153,7 @@ class Bench:
         await self.summarizer.summarize(self.request)
 
     async def summarize_history(self) -> None:
-        prep = self.prep
-        await summarize_history(self.summarizer, messages=prep.messages_to_summarize,
-                                reserve_tokens=prep.settings.reserve_tokens, previous_summary=prep.previous_summary)
+        await summarize_compaction(self.summarizer, compaction_jobs(self.prep))
 
     def fresh_session(self) -> Session:
         """An opened copy of the session (not timed)."""
@@ -321,7 +314,7 @@ async def main_async(args: argparse.Namespace) -> int:
     print(table({p: r["rows"] for p, r in results.items()}))
     for provider, result in results.items():
         if result["profile"]:
-            print(f"\n## cProfile of engine.compact, {provider}, {args.runs} runs\n")
+            print(f"\n## cProfile of pipeline.compaction.compact, {provider}, {args.runs} runs\n")
             print(result["profile"])
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)

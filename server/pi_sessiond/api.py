@@ -23,15 +23,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pi_sessiond.compaction.convert import convert_to_llm
 from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
 from pi_sessiond.compaction.serialize import serialize_conversation
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.engine import CompactResult, compact
 from pi_sessiond.errors import Conflict, NothingToCompact, PiError
-from pi_sessiond.navigation import BranchSummary, NavigateResult, generate_branch_summary, navigate_tree
+from pi_sessiond.pipeline.compaction import CompactResult, compact
+from pi_sessiond.pipeline.navigation import BranchSummary, NavigateResult, generate_branch_summary, navigate_tree
+from pi_sessiond.pipeline.requests import history_job, serialize_messages
+from pi_sessiond.pipeline.summaries import SummaryText, run_job
 from pi_sessiond.store.session import Session
-from pi_sessiond.summaries import SummaryText, summarize_history
 from pi_sessiond.summarizers.base import Summarizer
 from pi_sessiond.summarizers.config import SummarizerSettings
 from pi_sessiond.summarizers.errors import ContextLengthError, SummarizerError
@@ -68,11 +68,6 @@ __all__ = [
 ]
 
 
-def serialize_messages(messages: Sequence[JsonDict]) -> str:
-    """Pi's ``serializeConversation(convertToLlm(messages))`` for session messages."""
-    return serialize_conversation(convert_to_llm(messages))
-
-
 async def generate_summary_with_usage(
     messages: Sequence[JsonDict],
     summarizer: Summarizer,
@@ -82,13 +77,10 @@ async def generate_summary_with_usage(
     previous_summary: str | None = None,
 ) -> SummaryText:
     """A history summary of ``messages`` (Pi's structured format) and its usage."""
-    return await summarize_history(
-        summarizer,
-        messages=messages,
-        reserve_tokens=reserve_tokens,
-        previous_summary=previous_summary,
-        instructions=custom_instructions,
+    job = history_job(
+        messages, reserve_tokens=reserve_tokens, previous_summary=previous_summary, instructions=custom_instructions
     )
+    return await run_job(summarizer, job)
 
 
 async def generate_summary(

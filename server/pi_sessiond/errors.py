@@ -4,7 +4,7 @@ Every failure a client or a command-line user should see is a
 :class:`PiError`. Its class names a ``reason``, a key of
 ``pi_protocol.errors.REASONS`` (the wire table, declared once); ``message`` is
 the sentence shown to the user and ``data`` the details sent beside the
-reason (never a secret). The store, the engine, navigation, the summarizers
+reason (never a secret). The store, the pipelines (``pipeline/``), the summarizers
 and the services raise these classes (or subclasses that add fields, defined
 next to the code that raises them), so nothing translates one exception into
 another on the way up. Only the boundaries read them: the JSON-RPC layer

@@ -28,11 +28,12 @@ from tests.parity.oracle import UNDEFINED, OracleError, PiOracle
 import pi_sessiond.compaction.serialize as serialize_module
 from pi_sessiond.compaction.branch import collect_entries_for_branch_summary, prepare_branch_entries
 from pi_sessiond.compaction.convert import convert_to_llm
-from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction, summary_requests
+from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
 from pi_sessiond.compaction.serialize import serialize_conversation
 from pi_sessiond.compaction.text import utf16_len
 from pi_sessiond.compaction.tokens import CompactionSettings, estimate_context_tokens, estimate_tokens
 from pi_sessiond.examples.generator import generate, write
+from pi_sessiond.pipeline.requests import compaction_requests
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session
 
@@ -161,7 +162,7 @@ def compare_preparation(
         pi_result["readFiles"],
         pi_result["modifiedFiles"],
     )
-    requests = summary_requests(prep)
+    requests = compaction_requests(prep)
     check_texts(requests.serialized, pi_result["serialized"], prep.messages_to_summarize, tally)
     check_texts(
         requests.turn_prefix_serialized,
@@ -190,7 +191,7 @@ def check_null_arguments_fix(
     assert prep is not None
     messages = [*prep.messages_to_summarize, *prep.turn_prefix_messages]
     assert has_null_arguments(messages)
-    requests = summary_requests(prep)
+    requests = compaction_requests(prep)
     assert "ls()" in requests.serialized + requests.turn_prefix_serialized
     cut = pi.call("cut", file=str(file), leafId=pi_leaf, keepRecentTokens=[keep])
     [result] = cut["results"]

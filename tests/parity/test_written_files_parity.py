@@ -23,9 +23,9 @@ import pytest
 from tests.parity.oracle import PiOracle
 
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.engine import compact
 from pi_sessiond.examples.generator import generate, write
-from pi_sessiond.navigation import navigate_tree
+from pi_sessiond.pipeline.compaction import compact
+from pi_sessiond.pipeline.navigation import navigate_tree
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.offline import OfflineSummarizer

@@ -65,7 +65,7 @@ def test_a_new_server_has_not_imported_the_services_yet() -> None:
     import subprocess
     import sys
 
-    services = ("pi_sessiond.service.daemon", "pi_sessiond.engine", "httpx")
+    services = ("pi_sessiond.service.daemon", "pi_sessiond.pipeline.compaction", "httpx")
     code = (f"import sys; from pi_sessiond.app import make_server; make_server(); "
             f"print(sorted(m for m in {services!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -28,7 +28,7 @@ from typing import Any
 
 import attrs
 
-from pi_sessiond.compaction.convert import convert_to_llm, entry_message
+from pi_sessiond.compaction.convert import entry_message
 from pi_sessiond.compaction.cutpoint import CutPoint, find_cut_point
 from pi_sessiond.compaction.fileops import (
     FileLists,
@@ -36,8 +36,6 @@ from pi_sessiond.compaction.fileops import (
     FileOpsCollector,
     compute_file_lists,
 )
-from pi_sessiond.compaction.prompts import build_summary_prompt, build_turn_prefix_prompt
-from pi_sessiond.compaction.serialize import serialize_conversation
 from pi_sessiond.compaction.tokens import (
     DEFAULT_COMPACTION_SETTINGS,
     CompactionSettings,
@@ -170,34 +168,3 @@ def _split(path: Sequence[Entry], start: int, cut: CutPoint) -> tuple[tuple[Json
     if not cut.is_split_turn:
         return _messages(path, start, kept), ()
     return _messages(path, start, cut.turn_start_index), _messages(path, cut.turn_start_index, kept)
-
-
-@attrs.frozen
-class SummaryRequests:
-    """The text a summarizer receives for a preparation (Pi's request bodies).
-
-    ``history_prompt`` is ``None`` where Pi sends no history request: a split
-    turn with nothing before it (the history part is then ``"No prior
-    history."``). ``turn_prefix_prompt`` is ``None`` unless the turn is split
-    and its prefix has messages.
-    """
-
-    serialized: str
-    turn_prefix_serialized: str
-    history_prompt: str | None
-    turn_prefix_prompt: str | None
-
-
-def summary_requests(prep: CompactionPreparation, custom_instructions: str | None = None) -> SummaryRequests:
-    """Serialize a preparation and build the request texts Pi would send for it."""
-    serialized = serialize_conversation(convert_to_llm(prep.messages_to_summarize))
-    has_prefix = prep.is_split_turn and bool(prep.turn_prefix_messages)
-    prefix = serialize_conversation(convert_to_llm(prep.turn_prefix_messages)) if has_prefix else ""
-    skip_history = has_prefix and not prep.messages_to_summarize
-    history = None if skip_history else build_summary_prompt(serialized, prep.previous_summary, custom_instructions)
-    return SummaryRequests(
-        serialized=serialized,
-        turn_prefix_serialized=prefix,
-        history_prompt=history,
-        turn_prefix_prompt=build_turn_prefix_prompt(prefix) if has_prefix else None,
-    )

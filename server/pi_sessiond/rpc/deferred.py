@@ -1,6 +1,6 @@
 """The daemon of one connection, created right after the ``initialize`` reply instead of before it.
 
-Importing the services (store, engine, summarizers, httpx) costs ~0.15 s, on
+Importing the services (store, pipeline, summarizers, httpx) costs ~0.15 s, on
 top of the ~0.3 s pygls needs for ``lsprotocol.types``; creating the daemon
 later keeps start -> ``initialize`` reply near what pygls itself costs
 (``bench/bench_rpc.py``). :class:`DaemonSlot` is not a proxy: it holds the

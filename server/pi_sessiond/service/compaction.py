@@ -1,10 +1,11 @@
 """Compaction requests: ``pi/compact``, ``pi/reportOverflow`` and auto-compaction.
 
-The pipeline is ``engine.compact``; this module plugs the client's hooks into
-it (``pi/beforeCompact`` as its ``supply``: cancel / a supplied compaction / go
-on; ``pi/reviewSummary`` as its ``review``: accept / edit / reject), runs it as
-a job with a progress bar and sends the notifications. The engine's leaf
-re-check decides what appends during a summary may do (see its docstring).
+The pipeline is ``pipeline.compaction.compact``; this module plugs the
+client's hooks (``service.hooks``) into it (``pi/beforeCompact`` as its
+``supply``: cancel / a supplied compaction / go on; ``pi/reviewSummary`` as
+its ``review``: accept / edit / reject), runs it as a job with a progress bar
+and sends the notifications. The pipeline's leaf re-check decides what
+appends during a summary may do (see its docstring).
 Anything that stops before the append leaves the session untouched.
 """
 
@@ -17,30 +18,18 @@ from typing import Any, TypeVar
 
 import attrs
 
-from pi_protocol import CompactionEntry, CompactionPreview, StructureError, Usage, methods, structure, unstructure
+from pi_protocol import CompactionPreview, methods
 from pi_protocol.params import CompactParams, ReportOverflowParams
-from pi_protocol.results import (
-    BeforeCompactAnswer,
-    BeforeCompactParams,
-    Compacted,
-    CompactionEnded,
-    CompactionStarted,
-    HookCompaction,
-    HookPreparation,
-    Reason,
-    ReviewSummaryAnswer,
-    ReviewSummaryParams,
-    SessionChanged,
-)
-from pi_protocol.settings import Settings
-from pi_sessiond import engine
+from pi_protocol.results import Compacted, CompactionEnded, CompactionStarted, Reason, SessionChanged
 from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
-from pi_sessiond.errors import NothingToCompact, PiError, Rejected
+from pi_sessiond.errors import NothingToCompact, PiError
+from pi_sessiond.pipeline.compaction import compact, refusal
+from pi_sessiond.pipeline.compaction import preview as preview_of
+from pi_sessiond.service import hooks
 from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.interface import ProgressFactory
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.session import Session
 
 T = TypeVar("T")
 JsonDict = dict[str, Any]
@@ -106,8 +95,8 @@ def preview(core: Core, opened: OpenSession, instructions: str | None) -> Compac
     path = session.path_to()
     prep = prepare_compaction(path, core.settings_for(opened).compaction, session.context().messages)
     if prep is None:
-        raise NothingToCompact(engine.refusal(path))
-    return engine.preview(prep, instructions)
+        raise NothingToCompact(refusal(path))
+    return preview_of(prep, instructions)
 
 
 def start_threshold(core: Core, opened: OpenSession) -> None:
@@ -155,27 +144,24 @@ async def automatic(core: Core, opened: OpenSession, reason: Reason, report: Rep
 async def compact_session(
     core: Core, opened: OpenSession, *, reason: Reason, will_retry: bool, instructions: str | None, report: Report
 ) -> Outcome:
-    """``engine.compact`` with the hooks, then the notifications."""
+    """``pipeline.compaction.compact`` with the hooks, then the notifications."""
     session = opened.session
     settings = core.settings_for(opened)
 
     async def supply(prep: CompactionPreparation) -> JsonDict | None:
-        return await _from_hook(core, opened, settings, prep, reason, will_retry, instructions)
-
-    async def reviewed(text: str, before: int, after: int) -> str:
-        return await review(core, opened, settings, "compaction", text, before, after)
+        return await hooks.before_compact(core, opened, settings, prep, reason, will_retry, instructions)
 
     apply_durability(session, settings)
     summarizer = core.summarizer(settings)
     try:
-        result = await engine.compact(
+        result = await compact(
             session,
             summarizer,
             settings=settings.compaction,
             custom_instructions=instructions,
             progress=report,
             supply=supply,
-            review=reviewed if core.hooks.declared("reviewSummary") else None,
+            review=hooks.reviewer(core, opened, settings, "compaction"),
         )
     finally:
         await summarizer.aclose()
@@ -184,87 +170,6 @@ async def compact_session(
     core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
                                                         reason="compaction"))
     return Outcome(entry=entry, tokens_before=result.tokens_before, tokens_after=result.tokens_after)
-
-
-# ------------------------------------------------------------------- hooks
-async def _from_hook(
-    core: Core, opened: OpenSession, settings: Settings, prep: CompactionPreparation, reason: Reason,
-    will_retry: bool, instructions: str | None,
-) -> JsonDict | None:
-    """``pi/beforeCompact``: ``None`` to go on, the entry to store, or :class:`Rejected`."""
-    if not core.hooks.declared("beforeCompact"):
-        return None
-    payload = BeforeCompactParams(
-        session_id=opened.key, reason=reason, will_retry=will_retry, custom_instructions=instructions,
-        preparation=hook_preparation(prep, settings, instructions),
-    )
-    answer = await core.ask_hook("beforeCompact", methods.BEFORE_COMPACT, payload, BeforeCompactAnswer,
-                                 settings.daemon.hook_timeout_seconds)
-    if answer is None:
-        return None
-    if answer.cancel:
-        raise Rejected("the beforeCompact hook cancelled the compaction")
-    if answer.compaction is None:
-        return None
-    return hook_entry(opened.session, prep, answer.compaction)
-
-
-def hook_preparation(prep: CompactionPreparation, settings: Settings, instructions: str | None) -> HookPreparation:
-    """The preview of ``prep`` (as ``compact --dry-run`` prints it) plus the settings in force."""
-    shown = engine.preview(prep, instructions)
-    return HookPreparation(**{f.name: getattr(shown, f.name) for f in attrs.fields(type(shown))},
-                           settings=unstructure(settings))
-
-
-def hook_entry(session: Session, prep: CompactionPreparation, given: HookCompaction) -> JsonDict | None:
-    """The entry for a hook's compaction (``fromHook: true``), or ``None`` when it is unusable."""
-    if not given.summary.strip():
-        log.warning("beforeCompact returned an empty summary; ignored")
-        return None
-    first_kept = given.first_kept_entry_id
-    if first_kept is None or first_kept not in {e.id for e in session.path_to()}:
-        if first_kept is not None:
-            log.warning("beforeCompact firstKeptEntryId %r is not on the path; using the prepared one", first_kept)
-        first_kept = prep.first_kept_entry_id
-    entry = CompactionEntry(
-        summary=given.summary,
-        first_kept_entry_id=first_kept,
-        tokens_before=given.tokens_before if given.tokens_before is not None else prep.tokens_before,
-        details=given.details,
-        from_hook=True,
-        usage=hook_usage(given.usage),
-    )
-    data: JsonDict = unstructure(entry)
-    return data
-
-
-def hook_usage(value: Any) -> Usage | None:
-    if value is None:
-        return None
-    try:
-        return structure(value, Usage)
-    except StructureError as exc:
-        log.warning("ignoring a hook's usage: %s", exc)
-        return None
-
-
-async def review(
-    core: Core, opened: OpenSession, settings: Settings, kind: Any, summary: str, tokens_before: int,
-    tokens_after: int,
-) -> str:
-    """``pi/reviewSummary``: the summary to write (edited or not); :class:`Rejected` on reject."""
-    payload = ReviewSummaryParams(session_id=opened.key, kind=kind, summary=summary, tokens_before=tokens_before,
-                                  estimated_tokens_after=tokens_after)
-    answer = await core.ask_hook("reviewSummary", methods.REVIEW_SUMMARY, payload, ReviewSummaryAnswer,
-                                 settings.daemon.review_timeout_seconds)
-    if answer is None or answer.action == "accept":
-        return summary
-    if answer.action == "reject":
-        raise Rejected("the reviewer rejected the summary")
-    if answer.summary is None or not answer.summary.strip():
-        log.warning("reviewSummary edit without a summary; keeping the original")
-        return summary
-    return answer.summary
 
 
 # ---------------------------------------------------------------- progress

@@ -1,21 +1,19 @@
 """What every service module shares: the open sessions, settings, jobs and the client seams.
 
-Also where hooks are asked with a deadline (:meth:`Core.ask_hook`): a hook
-that fails, times out or answers nonsense is logged and ignored; cancellation
-is never swallowed. Failures are :class:`pi_sessiond.errors.PiError` from
-whichever layer raised them; nothing here translates them.
+Hooks are asked through :mod:`pi_sessiond.service.hooks`. Failures are
+:class:`pi_sessiond.errors.PiError` from whichever layer raised them; nothing
+here translates them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 
-from pi_protocol import StructureError, structure, unstructure
+from pi_protocol import unstructure
 from pi_protocol.settings import Settings
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
@@ -25,8 +23,6 @@ from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.base import Summarizer
 from pi_sessiond.summarizers.config import SummarizerSettings, summarizer_settings
 
-T = TypeVar("T")
-JsonDict = dict[str, Any]
 SummarizerFactory = Callable[[SummarizerSettings], Summarizer]
 log = logging.getLogger("pi_sessiond.service")
 
@@ -59,27 +55,6 @@ class Core:
             self.events.notify(method, unstructure(payload))
         except Exception:
             log.exception("could not send %s", method)
-
-    async def ask_hook(self, hook: str, method: str, payload: Any, answer: type[T], timeout: float | None) -> T | None:
-        """Ask a declared hook; ``None`` when undeclared, failing, late, ``null`` or malformed."""
-        if not self.hooks.declared(hook):
-            return None
-        try:
-            async with asyncio.timeout(timeout):
-                raw = await self.hooks.request(method, unstructure(payload), timeout)
-        except TimeoutError:
-            log.warning("hook %s timed out after %ss; ignored", hook, timeout)
-            return None
-        except Exception as exc:
-            log.warning("hook %s failed; ignored: %s", hook, exc)
-            return None
-        if raw is None:
-            return None
-        try:
-            return structure(raw, answer)
-        except StructureError as exc:
-            log.warning("hook %s answered something unusable; ignored: %s", hook, exc)
-            return None
 
 
 def apply_durability(session: Session, settings: Settings) -> None:

@@ -8,10 +8,12 @@ Contracts (reference §8.4, PROTOCOL.md):
   verbatim with ``fromHook: true`` (no preamble, no file lists).
 - A generated branch summary runs as this session's job (``Busy`` beside
   another), with a progress bar, and goes through ``pi/reviewSummary``.
-- The leaf is re-checked before writing: if it moved at all while the summary
-  was made, the navigation is a :class:`Conflict` and nothing changes (the
-  branch summary describes the branch as it was; entries appended meanwhile
-  would be abandoned unsummarized).
+- The abandoned branch is collected once (``plan_navigation``): what
+  ``pi/beforeTree`` is shown is what a generated summary summarizes.
+- The leaf is re-checked before writing: if it moved at all while the hook
+  was asked or the summary was made, the navigation is a :class:`Conflict`
+  and nothing changes (the branch summary describes the branch as it was;
+  entries appended meanwhile would be abandoned unsummarized).
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ from typing import Any
 
 from pi_protocol import NavigateResult, methods
 from pi_protocol.params import NavigateTreeParams
-from pi_protocol.results import BeforeTreeAnswer, BeforeTreeParams, SessionChanged, TreeNavigated
+from pi_protocol.results import SessionChanged, TreeNavigated
 from pi_protocol.settings import Settings
-from pi_sessiond.compaction.branch import BranchCollection, collect_entries_for_branch_summary
-from pi_sessiond.navigation import BranchSummary, navigate_tree
-from pi_sessiond.navigation import NavigateResult as Navigated
-from pi_sessiond.service.compaction import Report, hook_usage, review, with_progress
+from pi_sessiond.pipeline.navigation import BranchSummary, NavigationPlan, navigate_tree, plan_navigation
+from pi_sessiond.pipeline.navigation import NavigateResult as Navigated
+from pi_sessiond.service import hooks
+from pi_sessiond.service.compaction import Report, with_progress
 from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.interface import ProgressFactory
 from pi_sessiond.service.registry import OpenSession
@@ -37,32 +39,28 @@ JsonDict = dict[str, Any]
 async def navigate(
     core: Core, opened: OpenSession, params: NavigateTreeParams, progress: ProgressFactory
 ) -> NavigateResult:
-    """``navigation.navigate_tree`` with the hooks, a job and a progress bar when summarizing."""
+    """``pipeline.navigation.navigate_tree`` with the hooks, a job and a progress bar when summarizing."""
     session = opened.session
     old_leaf = session.leaf_id
     if params.target_id == old_leaf:
         return NavigateResult(leaf_id=old_leaf)
     target = require_entry(session, params.target_id, "targetId")
     settings = core.settings_for(opened)
-    collected = collect_entries_for_branch_summary(session.tree.get, old_leaf, target.id)
-    answer = await _before_tree(core, opened, settings, params, collected)
+    plan = plan_navigation(session, target.id)
+    answer = await hooks.before_tree(core, opened, settings, params, plan)
     if answer is not None and answer.cancel:
         return NavigateResult(leaf_id=old_leaf, cancelled=True)
-    supplied = None
-    if answer is not None and answer.summary is not None and answer.summary.summary.strip():
-        given = answer.summary
-        supplied = BranchSummary(summary=given.summary, details=given.details, usage=hook_usage(given.usage),
-                                 from_hook=True)
+    supplied = hooks.supplied_summary(answer)
     apply_durability(session, settings)
-    if params.summarize and supplied is None and collected.entries:
+    if params.summarize and supplied is None and plan.collected(session).entries:
 
         async def work() -> Navigated:
             return await with_progress(progress, "Summarizing branch", params.work_done_token,
-                                       lambda report: _navigate(core, opened, settings, params, None, report))
+                                       lambda report: _navigate(core, opened, settings, params, plan, None, report))
 
         done = await core.jobs.run(opened.key, "branchSummary", "navigate", work)
     else:
-        done = await _navigate(core, opened, settings, params, supplied, None)
+        done = await _navigate(core, opened, settings, params, plan, supplied, None)
     entry = done.entry.data if done.entry is not None else None
     core.notify(methods.TREE_NAVIGATED, TreeNavigated(session_id=opened.key, old_leaf_id=old_leaf,
                                                       leaf_id=session.leaf_id, entry=entry))
@@ -72,12 +70,9 @@ async def navigate(
 
 
 async def _navigate(
-    core: Core, opened: OpenSession, settings: Settings, params: NavigateTreeParams,
+    core: Core, opened: OpenSession, settings: Settings, params: NavigateTreeParams, plan: NavigationPlan,
     supplied: BranchSummary | None, report: Report | None,
 ) -> Navigated:
-    async def reviewed(text: str, before: int, after: int) -> str:
-        return await review(core, opened, settings, "branchSummary", text, before, after)
-
     summarizer = core.summarizer(settings) if params.summarize and supplied is None else None
     try:
         return await navigate_tree(
@@ -91,28 +86,9 @@ async def _navigate(
             reserve_tokens=settings.branch_summary.reserve_tokens,
             progress=report,
             supplied=supplied,
-            review=reviewed if core.hooks.declared("reviewSummary") else None,
+            review=hooks.reviewer(core, opened, settings, "branchSummary"),
+            plan=plan,
         )
     finally:
         if summarizer is not None:
             await summarizer.aclose()
-
-
-async def _before_tree(
-    core: Core, opened: OpenSession, settings: Settings, params: NavigateTreeParams, collected: BranchCollection
-) -> BeforeTreeAnswer | None:
-    if not core.hooks.declared("beforeTree"):
-        return None
-    payload = BeforeTreeParams(
-        session_id=opened.key,
-        target_id=params.target_id,
-        old_leaf_id=opened.session.leaf_id,
-        common_ancestor_id=collected.common_ancestor_id,
-        entries_to_summarize=[e.data for e in collected.entries],
-        user_wants_summary=params.summarize,
-        custom_instructions=params.custom_instructions,
-        replace_instructions=params.replace_instructions,
-        label=params.label,
-    )
-    return await core.ask_hook("beforeTree", methods.BEFORE_TREE, payload, BeforeTreeAnswer,
-                               settings.daemon.hook_timeout_seconds)

@@ -15,7 +15,7 @@ Invariants:
   In Progress item whose path was now edited moves to Done, a Blocked one to
   Done as resolved); an unstructured previous summary is kept whole, quoted,
   under Critical Context. ``<read-files>``/``<modified-files>`` blocks are
-  not written (the engine appends them) and are dropped from the previous
+  not written (the compaction pipeline appends them) and are dropped from the previous
   summary for the same reason.
 * ``max_tokens`` (4 chars a token): the longest section loses its oldest item
   first, items matching the custom instructions last; headings stay.

@@ -1,7 +1,7 @@
 """Tree navigation with the real offline summarizer: Pi's ``agent-session-tree-navigation.test.ts``.
 
 Pi's tests need a model; these port their deterministic parts (reference §8.4,
-§12) and add the contracts of ``pi_sessiond.navigation``: nothing is written
+§12) and add the contracts of ``pi_sessiond.pipeline.navigation``: nothing is written
 without a summary or a label, ``fromId`` is the abandoned leaf (deliberate fix
 vs 0.73.1), and a summary that does not finish (cancelled, leaf moved) leaves
 the file and the leaf untouched.
@@ -23,10 +23,10 @@ from tests.unit.store.helpers import assistant, user, write_lines
 
 from pi_sessiond.compaction.prompts import BRANCH_SUMMARY_PREAMBLE
 from pi_sessiond.errors import Conflict
-from pi_sessiond.navigation import NO_CONTENT, generate_branch_summary, navigate_tree
+from pi_sessiond.pipeline.navigation import NO_CONTENT, generate_branch_summary, navigate_tree
+from pi_sessiond.pipeline.requests import BRANCH_HEADINGS
 from pi_sessiond.store.errors import ReadOnlySessionError, UnknownEntryError
 from pi_sessiond.store.session import Session
-from pi_sessiond.summaries import BRANCH_HEADINGS
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.offline import OfflineSummarizer
 

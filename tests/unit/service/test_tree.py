@@ -10,8 +10,11 @@ import pytest
 
 from pi_protocol import methods
 from pi_protocol.params import AppendParams, GetTreeParams, NavigateTreeParams
+from pi_sessiond.compaction.branch import prepare_branch_entries
 from pi_sessiond.errors import Busy, Conflict, Rejected, UnknownEntry
 from pi_sessiond.service.daemon import Daemon
+from pi_sessiond.store.entry import Entry
+from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 
 from .fakes import Counting, Gate, Hooks, Progress, make_daemon, open_file, session_file, user
 
@@ -128,3 +131,50 @@ async def test_branch_summary_is_a_job_and_a_moved_leaf_is_a_conflict(tmp_path: 
     with pytest.raises(Conflict):
         await running
     assert path.read_bytes() == before
+
+
+class _Recording(Counting):
+    """The offline summarizer, keeping every request it was sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[SummaryRequest] = []
+
+    async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None) -> SummaryResult:
+        self.requests.append(request)
+        return await super().summarize(request, progress=progress)
+
+
+async def test_the_branch_shown_to_before_tree_is_the_branch_summarized(tmp_path: Path) -> None:
+    hooks = Hooks(beforeTree=None)
+    summarizer = _Recording()
+    daemon, _ = make_daemon(tmp_path, hooks=hooks, summarizer=summarizer)
+    sid = open_file(daemon, session_file(tmp_path))
+    ids = node_ids(daemon, sid)
+    await daemon.navigate_tree(NavigateTreeParams(session_id=sid, target_id=ids[20], summarize=True), Progress())
+    shown = [Entry.from_data(e) for e in hooks.calls[0][1]["entriesToSummarize"]]
+    assert [e.id for e in shown] == ids[21:]
+    budget = summarizer.context_window - daemon.core.settings_for(None).branch_summary.reserve_tokens
+    [request] = summarizer.requests
+    assert request.purpose == "branch"
+    assert list(request.messages) == list(prepare_branch_entries(shown, budget).messages)
+
+
+async def test_a_leaf_moved_while_before_tree_is_asked_is_a_conflict(tmp_path: Path) -> None:
+    held: list[Daemon] = []
+
+    async def append_meanwhile(payload: dict[str, object]) -> None:
+        await held[0].append(AppendParams(session_id=str(payload["sessionId"]), entries=[user("meanwhile")]))
+
+    summarizer = Counting()
+    daemon, events = make_daemon(tmp_path, hooks=Hooks(beforeTree=append_meanwhile), summarizer=summarizer)
+    held.append(daemon)
+    path = session_file(tmp_path)
+    sid = open_file(daemon, path)
+    ids = node_ids(daemon, sid)
+    with pytest.raises(Conflict):
+        await daemon.navigate_tree(NavigateTreeParams(session_id=sid, target_id=ids[20], summarize=True), Progress())
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert rows[-1]["message"]["content"] == "meanwhile" and rows[-1]["parentId"] == ids[-1]
+    assert daemon.core.registry.get(sid).session.leaf_id == rows[-1]["id"]
+    assert events.of(methods.TREE_NAVIGATED) == []

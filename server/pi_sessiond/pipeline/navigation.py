@@ -12,8 +12,11 @@ Contracts:
 - ``fromId`` is the abandoned leaf (or ``"root"``), as newer Pi writes it;
   0.73.1 wrote the new position (upstream #3795). Deliberate fix.
 - Without a summary or label nothing is written (Pi never stores the leaf).
-- The leaf is re-checked before anything is written; if it moved meanwhile the
-  summary is dropped with ``Conflict``.
+- The branch is collected once per navigation (:func:`plan_navigation`); a
+  caller that already planned (the daemon, to show the branch to its
+  ``pi/beforeTree`` hook) passes the plan in.
+- The leaf is re-checked before anything is written; if it is no longer the
+  planned old leaf, the summary is dropped with ``Conflict``.
 - Hook points for the daemon: ``supplied`` is a finished summary (a
   ``pi/beforeTree`` hook; stored with ``fromHook: true``, used only when a
   summary was asked for) and ``review`` may edit or reject a generated one.
@@ -27,18 +30,19 @@ from typing import Any
 import attrs
 
 from pi_protocol import BranchSummaryEntry, FileDetails, LabelEntry, Usage, unstructure
-from pi_sessiond.compaction.branch import collect_entries_for_branch_summary, prepare_branch_entries
+from pi_sessiond.compaction.branch import BranchCollection, collect_entries_for_branch_summary, prepare_branch_entries
 from pi_sessiond.compaction.fileops import compute_file_lists, format_file_operations
 from pi_sessiond.compaction.prompts import BRANCH_SUMMARY_PREAMBLE
 from pi_sessiond.compaction.tokens import estimate_context_tokens, estimate_tokens
-from pi_sessiond.engine import Progress, Reviewer, streamed_percentage
 from pi_sessiond.errors import Conflict
+from pi_sessiond.pipeline.compaction import Progress, Reviewer, streamed_percentage
+from pi_sessiond.pipeline.requests import branch_job
+from pi_sessiond.pipeline.summaries import run_job
 from pi_sessiond.store.context import context_from_path
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.kinds import content_text
 from pi_sessiond.store.layout import now_iso
 from pi_sessiond.store.session import Session
-from pi_sessiond.summaries import summarize_branch
 from pi_sessiond.summarizers.base import Summarizer
 
 JsonDict = dict[str, Any]
@@ -62,6 +66,27 @@ class BranchSummary:
         if self.from_hook:
             return self.details
         return FileDetails(read_files=list(self.read_files), modified_files=list(self.modified_files))
+
+
+@attrs.frozen
+class NavigationPlan:
+    """Where a navigation starts and, when it was collected, the branch it abandons."""
+
+    old_leaf_id: str | None
+    target_id: str
+    branch: BranchCollection | None = None
+
+    def collected(self, session: Session) -> BranchCollection:
+        """The abandoned branch (collected now if the plan has none)."""
+        if self.branch is not None:
+            return self.branch
+        return collect_entries_for_branch_summary(session.tree.get, self.old_leaf_id, self.target_id)
+
+
+def plan_navigation(session: Session, target_id: str) -> NavigationPlan:
+    """The plan of a navigation from the current leaf, with its branch collected."""
+    plan = NavigationPlan(session.leaf_id, target_id)
+    return attrs.evolve(plan, branch=plan.collected(session))
 
 
 @attrs.frozen(kw_only=True)
@@ -90,13 +115,8 @@ async def generate_branch_summary(
     if not prep.messages:
         return BranchSummary(summary=NO_CONTENT)
     on_tokens = (lambda n: progress(f"{n} tokens streamed", streamed_percentage(n))) if progress else None
-    text = await summarize_branch(
-        summarizer,
-        messages=prep.messages,
-        instructions=custom_instructions,
-        replace_instructions=replace_instructions,
-        progress=on_tokens,
-    )
+    job = branch_job(prep.messages, instructions=custom_instructions, replace_instructions=replace_instructions)
+    text = await run_job(summarizer, job, on_tokens)
     lists = compute_file_lists(prep.file_ops)
     body = BRANCH_SUMMARY_PREAMBLE + text.text + format_file_operations(lists.read_files, lists.modified_files)
     return BranchSummary(
@@ -129,9 +149,15 @@ async def navigate_tree(
     progress: Progress | None = None,
     supplied: BranchSummary | None = None,
     review: Reviewer | None = None,
+    plan: NavigationPlan | None = None,
 ) -> NavigateResult:
-    """Move the leaf to ``target_id`` like Pi's ``/tree``, summarizing the branch left if asked."""
-    old_leaf = session.leaf_id
+    """Move the leaf to ``target_id`` like Pi's ``/tree``, summarizing the branch left if asked.
+
+    ``plan`` (of this ``target_id``) fixes the old leaf and may carry the
+    collected branch; without it the navigation starts at the current leaf.
+    """
+    plan = plan or NavigationPlan(session.leaf_id, target_id)
+    old_leaf = plan.old_leaf_id
     if target_id == old_leaf:
         return NavigateResult(old_leaf_id=old_leaf, leaf_id=old_leaf)
     target = session.entry(target_id)
@@ -139,7 +165,7 @@ async def navigate_tree(
     if summarize and supplied is not None:
         summary = supplied
     elif summarize:
-        collected = collect_entries_for_branch_summary(session.tree.get, old_leaf, target_id)
+        collected = plan.collected(session)
         if collected.entries:
             if summarizer is None:
                 raise ValueError("No model available for summarization")

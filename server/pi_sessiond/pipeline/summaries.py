@@ -1,4 +1,7 @@
-"""Turning prepared messages into summary text with a summarizer.
+"""Running summary jobs: turning prepared messages into summary text with a summarizer.
+
+The requests themselves are built in :mod:`pi_sessiond.pipeline.requests`;
+this module sends them.
 
 Contracts:
 - History and turn-prefix summaries of a split turn run concurrently (one
@@ -6,12 +9,12 @@ Contracts:
   before it gets Pi's ``No prior history.`` placeholder.
 - A context-length error from the summarizer's *own* request is not fatal:
   the oldest serialized messages are dropped (a quarter at a time, at most
-  :data:`MAX_SHRINKS` times) and the request is sent again, so a session too
-  big for the summarizer still compacts (the deadlock users of other agents
-  report cannot happen here).
+  :data:`MAX_SHRINKS` times) and the request is built and sent again, so a
+  session too big for the summarizer still compacts (the deadlock users of
+  other agents report cannot happen here).
 - Every summary is validated: non-empty and, for structured formats, every
-  required heading present; a failing answer is asked for once more, then a
-  :class:`SummaryValidationError` is raised. Nothing here writes anything.
+  heading of its job present; a failing answer is asked for once more, then
+  a :class:`SummaryValidationError` is raised. Nothing here writes anything.
 - Cancellation propagates untouched (the summarizer closes its stream).
 """
 
@@ -24,37 +27,15 @@ from typing import Any
 import attrs
 
 from pi_protocol import Cost, Usage
-from pi_sessiond.compaction.convert import convert_to_llm
-from pi_sessiond.compaction.prompts import (
-    NO_PRIOR_HISTORY,
-    SUMMARIZATION_SYSTEM_PROMPT,
-    build_branch_prompt,
-    build_summary_prompt,
-    build_turn_prefix_prompt,
-    merge_split_turn,
-)
-from pi_sessiond.compaction.serialize import serialize_conversation
-from pi_sessiond.summarizers.base import Purpose, Summarizer, SummaryRequest, SummaryResult
+from pi_sessiond.compaction.prompts import NO_PRIOR_HISTORY, merge_split_turn
+from pi_sessiond.pipeline.requests import CompactionJobs, SummaryJob
+from pi_sessiond.summarizers.base import Summarizer, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.errors import ContextLengthError, SummarizerError
 
 JsonDict = dict[str, Any]
 TokensCallback = Callable[[int], None]
 
 MAX_SHRINKS = 4
-BRANCH_MAX_TOKENS = 2048
-HISTORY_HEADINGS = (
-    "## Goal",
-    "## Constraints & Preferences",
-    "## Progress",
-    "### Done",
-    "### In Progress",
-    "### Blocked",
-    "## Key Decisions",
-    "## Next Steps",
-    "## Critical Context",
-)
-TURN_PREFIX_HEADINGS = ("## Original Request", "## Early Progress", "## Context for Suffix")
-BRANCH_HEADINGS = HISTORY_HEADINGS[:-1]
 
 
 class SummaryValidationError(SummarizerError):
@@ -95,46 +76,7 @@ def missing_headings(text: str, headings: Sequence[str]) -> list[str]:
     return [h for h in headings if h not in lines]
 
 
-@attrs.frozen(kw_only=True)
-class _Job:
-    purpose: Purpose
-    messages: Sequence[JsonDict]
-    max_tokens: int
-    reasoning: str | None = None
-    previous_summary: str | None = None
-    instructions: str | None = None
-    replace: bool = False
-
-    def request(self, messages: Sequence[JsonDict]) -> SummaryRequest:
-        serialized = serialize_conversation(convert_to_llm(messages))
-        if self.purpose == "history":
-            prompt = build_summary_prompt(serialized, self.previous_summary, self.instructions)
-        elif self.purpose == "turnPrefix":
-            prompt = build_turn_prefix_prompt(serialized)
-        else:
-            prompt = build_branch_prompt(serialized, self.instructions, self.replace)
-        return SummaryRequest(
-            system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
-            prompt=prompt,
-            max_tokens=self.max_tokens,
-            purpose=self.purpose,
-            reasoning=self.reasoning,
-            messages=tuple(messages),
-            previous_summary=self.previous_summary,
-            custom_instructions=self.instructions,
-            replace_instructions=self.replace,
-        )
-
-    def headings(self) -> Sequence[str]:
-        if self.purpose == "turnPrefix":
-            return TURN_PREFIX_HEADINGS
-        if self.purpose == "branch":
-            # Replaced instructions ask for a format of the user's own.
-            return () if self.replace and self.instructions else BRANCH_HEADINGS
-        return HISTORY_HEADINGS
-
-
-async def run_job(summarizer: Summarizer, job: _Job, progress: TokensCallback | None = None) -> SummaryText:
+async def run_job(summarizer: Summarizer, job: SummaryJob, progress: TokensCallback | None = None) -> SummaryText:
     """One summary: shrink on context-length errors, validate, retry once."""
     messages = list(job.messages)
     dropped = 0
@@ -157,12 +99,12 @@ async def run_job(summarizer: Summarizer, job: _Job, progress: TokensCallback | 
 
 
 async def _validated(
-    summarizer: Summarizer, job: _Job, request: SummaryRequest, progress: TokensCallback | None
+    summarizer: Summarizer, job: SummaryJob, request: SummaryRequest, progress: TokensCallback | None
 ) -> SummaryResult:
     problem = ""
     for _attempt in range(2):
         result = await summarizer.summarize(request, progress=progress)
-        problem = _problem(result.text, job.headings())
+        problem = _problem(result.text, job.headings)
         if not problem:
             return result
     raise SummaryValidationError(f"the summarizer's answer was unusable twice: {problem}")
@@ -175,29 +117,14 @@ def _problem(text: str, headings: Sequence[str]) -> str:
     return f"missing headings {', '.join(missing)}" if missing else ""
 
 
-async def summarize_history(
-    summarizer: Summarizer,
-    *,
-    messages: Sequence[JsonDict],
-    turn_prefix: Sequence[JsonDict] = (),
-    reserve_tokens: int,
-    previous_summary: str | None = None,
-    instructions: str | None = None,
-    reasoning: str | None = None,
-    progress: TokensCallback | None = None,
+async def summarize_compaction(
+    summarizer: Summarizer, jobs: CompactionJobs, progress: TokensCallback | None = None
 ) -> SummaryText:
     """A compaction summary: history (and turn prefix, concurrently) merged like Pi."""
-    history = _Job(
-        purpose="history",
-        messages=messages,
-        max_tokens=int(0.8 * reserve_tokens),
-        reasoning=reasoning,
-        previous_summary=previous_summary,
-        instructions=instructions,
-    )
-    if not turn_prefix:
-        return await run_job(summarizer, history, progress)
-    prefix = _Job(purpose="turnPrefix", messages=turn_prefix, max_tokens=int(0.5 * reserve_tokens), reasoning=reasoning)
+    if jobs.turn_prefix is None:
+        if jobs.history is None:
+            raise ValueError("a compaction without a history or turn-prefix job")
+        return await run_job(summarizer, jobs.history, progress)
     counts = [0, 0]
 
     def report(slot: int) -> TokensCallback:
@@ -210,8 +137,8 @@ async def summarize_history(
 
     try:
         async with asyncio.TaskGroup() as group:
-            history_task = group.create_task(run_job(summarizer, history, report(0))) if messages else None
-            prefix_task = group.create_task(run_job(summarizer, prefix, report(1)))
+            history_task = group.create_task(run_job(summarizer, jobs.history, report(0))) if jobs.history else None
+            prefix_task = group.create_task(run_job(summarizer, jobs.turn_prefix, report(1)))
     except BaseExceptionGroup as failed:
         # Callers handle one summarizer failure, not a group: re-raise the first real one.
         raise _first_error(failed) from failed
@@ -231,23 +158,3 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
         if not isinstance(exc, asyncio.CancelledError):
             return exc
     return group.exceptions[0]
-
-
-async def summarize_branch(
-    summarizer: Summarizer,
-    *,
-    messages: Sequence[JsonDict],
-    instructions: str | None = None,
-    replace_instructions: bool = False,
-    progress: TokensCallback | None = None,
-) -> SummaryText:
-    """A branch summary's body (Pi's 2048-token request; the caller adds the preamble)."""
-    job = _Job(
-        purpose="branch",
-        messages=messages,
-        max_tokens=BRANCH_MAX_TOKENS,
-        instructions=instructions,
-        replace=replace_instructions,
-    )
-    return await run_job(summarizer, job, progress)
-

@@ -1,4 +1,4 @@
-"""The whole pipeline (engine -> summaries -> real providers) over real loopback HTTP.
+"""The whole pipeline (compaction -> summaries -> real providers) over real loopback HTTP.
 
 Both network providers are built by ``make_summarizer`` with the key in an
 environment variable, pointed at ``tests/loopback_provider.py``. The session
@@ -35,12 +35,13 @@ from pi_sessiond.compaction.prompts import (
 )
 from pi_sessiond.compaction.serialize import serialize_conversation
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.engine import CompactResult, compact, prepare_or_refuse
 from pi_sessiond.errors import NothingToCompact
 from pi_sessiond.examples.generator import generate, write
-from pi_sessiond.navigation import navigate_tree
+from pi_sessiond.pipeline.compaction import CompactResult, compact, prepare_or_refuse, preview
+from pi_sessiond.pipeline.navigation import navigate_tree
+from pi_sessiond.pipeline.requests import HISTORY_HEADINGS, compaction_requests
+from pi_sessiond.pipeline.summaries import SummaryValidationError
 from pi_sessiond.store.session import Session
-from pi_sessiond.summaries import HISTORY_HEADINGS, SummaryValidationError
 from pi_sessiond.summarizers.base import Summarizer
 from pi_sessiond.summarizers.config import SummarizerSettings
 from pi_sessiond.summarizers.errors import SummarizerError
@@ -190,6 +191,10 @@ async def test_split_turn_sends_two_overlapping_requests_and_merges_them_like_pi
     assert all(system_of(r.body) == SUMMARIZATION_SYSTEM_PROMPT for r in requests)
     assert user_of(history.body) == build_summary_prompt(serialized(prep.messages_to_summarize), prep.previous_summary)
     assert user_of(prefix.body) == build_turn_prefix_prompt(serialized(prep.turn_prefix_messages))
+    # The preview (compact --dry-run, pi/beforeCompact) shows what went over the wire.
+    assert user_of(history.body) == preview(prep, None).prompt
+    shown = compaction_requests(prep)
+    assert shown.turn_prefix is not None and user_of(prefix.body) == shown.turn_prefix.prompt
     assert all(key_was_sent(r) for r in requests)
     _assert_merged_entry(fixture_copy, result, history, prefix)
 

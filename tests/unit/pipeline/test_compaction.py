@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from pi_sessiond.compaction.fileops import FileOpsCollector
+from pi_sessiond.compaction.prepare import CompactionPreparation
 from pi_sessiond.compaction.prompts import SPLIT_TURN_SEPARATOR
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.engine import compact
 from pi_sessiond.errors import Conflict, NothingToCompact
 from pi_sessiond.examples.generator import generate, write
+from pi_sessiond.pipeline.compaction import compact, prepare_or_refuse, preview
+from pi_sessiond.pipeline.requests import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS, compaction_jobs, compaction_requests
 from pi_sessiond.store.session import Session
-from pi_sessiond.summaries import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.offline import OfflineSummarizer
 
@@ -103,3 +105,48 @@ async def test_cancellation_mid_summary_writes_nothing(fixture_copy: Path) -> No
         await task
     assert fixture_copy.read_bytes() == before
     assert len(session.entries) == 1002
+
+
+class _Recording(OfflineSummarizer):
+    """The offline summarizer, keeping every request it was sent."""
+
+    def __init__(self) -> None:
+        self.requests: list[SummaryRequest] = []
+
+    async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None) -> SummaryResult:
+        self.requests.append(request)
+        return await super().summarize(request, progress=progress)
+
+
+async def test_the_preview_shows_the_requests_that_are_sent(fixture_copy: Path) -> None:
+    """``compact --dry-run`` / ``pi/beforeCompact`` and the real run build their requests in one place."""
+    session = Session.open(fixture_copy)
+    session.append([{"type": "thinking_level_change", "thinkingLevel": "high"}])
+    settings = CompactionSettings(reserve_tokens=10000)
+    prep = prepare_or_refuse(session, settings)
+    assert prep.is_split_turn and prep.messages_to_summarize
+    shown = compaction_requests(prep, "Mind the MONKEY")
+    recording = _Recording()
+    await compact(session, recording, settings=settings, custom_instructions="Mind the MONKEY")
+    sent = {r.purpose: r for r in recording.requests}
+    assert sorted(sent) == ["history", "turnPrefix"]
+    assert shown.history is not None and shown.turn_prefix is not None
+    assert sent["history"].prompt == shown.history.prompt == preview(prep, "Mind the MONKEY").prompt
+    assert "Mind the MONKEY" in sent["history"].prompt and shown.serialized in sent["history"].prompt
+    assert sent["turnPrefix"].prompt == shown.turn_prefix.prompt
+    assert shown.turn_prefix_serialized in sent["turnPrefix"].prompt
+    assert (sent["history"].max_tokens, sent["turnPrefix"].max_tokens) == (8000, 5000)
+    assert sent["history"].reasoning == sent["turnPrefix"].reasoning == "high"
+    assert sent["history"].system_prompt == shown.history.system_prompt
+
+
+def test_a_split_turn_with_nothing_before_it_sends_no_history_request() -> None:
+    prefix = ({"role": "user", "content": "start", "timestamp": 1},)
+    prep = CompactionPreparation(
+        first_kept_entry_id="k", first_kept_entry_index=3, boundary_start=0, turn_start_index=0,
+        is_split_turn=True, messages_to_summarize=(), turn_prefix_messages=prefix, tokens_before=10,
+        previous_summary=None, file_ops=FileOpsCollector().freeze(), settings=CompactionSettings(),
+    )
+    jobs = compaction_jobs(prep)
+    assert jobs.history is None and jobs.turn_prefix is not None and jobs.turn_prefix.messages == prefix
+    assert preview(prep, None).prompt == "" and compaction_requests(prep).history is None

@@ -4,7 +4,7 @@ Contracts:
 - Pure preparation first (``compaction.prepare``); nothing to summarize is an
   error (:class:`NothingToCompact`) instead of Pi 0.73.1's request for a
   summary of an empty conversation (newer Pi refuses too, upstream #4811).
-- The summary is validated (see ``summaries``) and must not be larger than
+- The summary is validated (see ``pipeline.summaries``) and must not be larger than
   what it replaces (allowing a small floor for tiny ranges); one retry, then
   a clear error.
 - Hook points for the daemon: ``supply`` may hand in a finished entry (a
@@ -30,14 +30,15 @@ import attrs
 
 from pi_protocol import CompactionEntry, CompactionPreview, FileDetails, Usage, unstructure
 from pi_sessiond.compaction.fileops import format_file_operations
-from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction, summary_requests
+from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
 from pi_sessiond.compaction.tokens import CompactionSettings, estimate_tokens
 from pi_sessiond.errors import Conflict, NothingToCompact
+from pi_sessiond.pipeline.requests import compaction_jobs, compaction_requests
+from pi_sessiond.pipeline.summaries import SummaryText, SummaryValidationError, summarize_compaction
 from pi_sessiond.store.context import context_from_path
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.layout import now_iso
 from pi_sessiond.store.session import Session
-from pi_sessiond.summaries import SummaryText, SummaryValidationError, summarize_history
 from pi_sessiond.summarizers.base import Summarizer
 
 JsonDict = dict[str, Any]
@@ -163,15 +164,9 @@ async def _summarize(
 ) -> SummaryText:
     thinking = session.context().thinking_level
     reasoning = thinking if isinstance(thinking, str) and thinking != "off" else None
-    return await summarize_history(
-        summarizer,
-        messages=prep.messages_to_summarize,
-        turn_prefix=prep.turn_prefix_messages if prep.is_split_turn else (),
-        reserve_tokens=prep.settings.reserve_tokens,
-        previous_summary=prep.previous_summary,
-        instructions=instructions,
-        reasoning=reasoning,
-        progress=lambda n: report(f"{n} tokens streamed", streamed_percentage(n)),
+    jobs = compaction_jobs(prep, instructions, reasoning)
+    return await summarize_compaction(
+        summarizer, jobs, progress=lambda n: report(f"{n} tokens streamed", streamed_percentage(n))
     )
 
 
@@ -202,8 +197,12 @@ def pending_tokens(session: Session, data: JsonDict) -> int:
 
 
 def preview(prep: CompactionPreparation, instructions: str | None) -> CompactionPreview:
-    """What a compaction would do, as ``compact --dry-run`` and ``pi/beforeCompact`` show it."""
-    requests = summary_requests(prep, instructions)
+    """What a compaction would do, as ``compact --dry-run`` and ``pi/beforeCompact`` show it.
+
+    ``prompt`` is the history request :func:`compact` sends first (built by
+    the same ``pipeline.requests``), ``""`` where none is sent.
+    """
+    requests = compaction_requests(prep, instructions)
     lists = prep.file_lists
     return CompactionPreview(
         first_kept_entry_id=prep.first_kept_entry_id,
@@ -216,7 +215,7 @@ def preview(prep: CompactionPreparation, instructions: str | None) -> Compaction
         modified_files=list(lists.modified_files),
         serialized=requests.serialized,
         turn_prefix_serialized=requests.turn_prefix_serialized,
-        prompt=requests.history_prompt or "",
+        prompt=requests.history.prompt if requests.history else "",
         nothing_to_compact=prep.nothing_to_compact,
     )
 
