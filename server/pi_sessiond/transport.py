@@ -1,4 +1,4 @@
-"""LSP base framing over asyncio streams: stdio, TCP and WebSocket.
+"""LSP base framing over asyncio streams: stdio and TCP (WebSocket: :mod:`pi_sessiond.websocket`).
 
 The reader accepts what real clients send and nothing it cannot resync from:
 header names in any case, CRLF or bare LF line ends, any extra headers;
@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_MESSAGE_BYTES = DEFAULT_SETTINGS.daemon.max_message_bytes
 HEADER_LINE_LIMIT = 64 * 1024
 _READ_CHUNK = 256 * 1024
-_SNIFF_BYTES = 4096
+SNIFF_BYTES = 4096
 _HEADER_NAME = re.compile(rb"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
 _LEADING_MEMBER = re.compile(
     rb'\s*"(jsonrpc|id|method)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+|null)\s*,?',
@@ -143,8 +143,8 @@ class FrameParser:
 
     def _skip(self) -> bool:
         available = min(self._discard, len(self._buf) - self._pos)
-        if len(self._sniff) < _SNIFF_BYTES:
-            self._sniff += bytes(self._buf[self._pos : self._pos + min(available, _SNIFF_BYTES - len(self._sniff))])
+        if len(self._sniff) < SNIFF_BYTES:
+            self._sniff += bytes(self._buf[self._pos : self._pos + min(available, SNIFF_BYTES - len(self._sniff))])
         self._pos += available
         self._discard -= available
         return self._discard == 0
@@ -365,81 +365,6 @@ async def serve_tcp(
     server = await asyncio.start_server(on_connection, host, port, limit=HEADER_LINE_LIMIT)
     async with server:
         sock_host, sock_port = server.sockets[0].getsockname()[:2]
-        if ready is not None:
-            ready(sock_host, sock_port)
-        await server.serve_forever()
-
-
-# -------------------------------------------------------------- WebSocket
-
-
-class _WebSocketSink:
-    """One JSON-RPC message per WebSocket text frame (no Content-Length), as pygls does."""
-
-    def __init__(self, websocket: Any) -> None:
-        self._ws = websocket
-        self._closed = False
-        self._tasks: set[asyncio.Task[Any]] = set()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def send(self, body: bytes) -> None:
-        if not self._closed:
-            task = asyncio.ensure_future(self._ws.send(body.decode()))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    async def drain(self) -> None:
-        if self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
-    async def close(self) -> None:
-        await self.drain()
-        self._closed = True
-
-
-async def serve_ws(
-    host: str,
-    port: int,
-    make_endpoint: Callable[[], Endpoint],
-    ready: Callable[[str, int], None] | None = None,
-    max_size: int = DEFAULT_MAX_MESSAGE_BYTES,
-) -> None:
-    """WebSocket listener (needs the optional ``websockets`` package, ``pygls[ws]``).
-
-    A message above the endpoint's ``max_message_bytes`` is answered ``-32008``;
-    one above ``max_size`` (the listener's cap, fixed when it starts) closes that
-    connection, as ``websockets`` does.
-    """
-    import importlib
-
-    ws_server: Any = importlib.import_module("websockets.asyncio.server")
-
-    async def on_connection(websocket: Any) -> None:
-        endpoint = make_endpoint()
-        sink = _WebSocketSink(websocket)
-        stopped = asyncio.Event()
-        endpoint.attach(sink, stopped.set)
-        try:
-            async for message in websocket:
-                body = message.encode() if isinstance(message, str) else message
-                if len(body) > endpoint.max_message_bytes:
-                    endpoint.too_large(len(body), endpoint.max_message_bytes, sniff_id(body[:_SNIFF_BYTES]))
-                else:
-                    endpoint.receive(body)
-                await sink.drain()
-                if stopped.is_set():
-                    break
-        except Exception as exc:
-            logger.info("websocket connection ended: %s", exc)
-        finally:
-            await endpoint.aclose()
-            await sink.close()
-
-    async with ws_server.serve(on_connection, host, port, max_size=max_size) as server:
-        sock_host, sock_port = next(iter(server.sockets)).getsockname()[:2]
         if ready is not None:
             ready(sock_host, sock_port)
         await server.serve_forever()

@@ -16,6 +16,7 @@ RANKS: dict[str, int] = {
     "(root)": 1,  # pi_sessiond/__init__.py: the version only
     "errors": 1,
     "transport": 1,
+    "websocket": 2,
     "store": 2,
     "compaction": 3,
     "estimators": 4,

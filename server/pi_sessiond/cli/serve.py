@@ -92,7 +92,9 @@ def run(args: argparse.Namespace) -> int:
             from pi_sessiond.settings import load_settings
 
             cap = load_settings().settings.daemon.max_message_bytes
-            asyncio.run(transport.serve_ws(ws[0], ws[1], make_server, _announce("ws"), max_size=cap))
+            from pi_sessiond.websocket import serve_ws
+
+            asyncio.run(serve_ws(ws[0], ws[1], make_server, _announce("ws"), max_size=cap))
     except KeyboardInterrupt:
         return 0
     except OSError as exc:
