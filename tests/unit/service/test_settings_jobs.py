@@ -30,17 +30,18 @@ def recheck_files_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_settings_files_are_rechecked_at_most_every_half_second(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pi_sessiond.service.settings_store.RECHECK_SECONDS", 0.3)
+    clock = [1000.0]  # the store's clock, moved by hand: no sleeps, no dependence on machine speed
+    monkeypatch.setattr("pi_sessiond.service.settings_store.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("pi_sessiond.service.settings_store.RECHECK_SECONDS", 0.5)  # the autouse fixture's 0
     store = SettingsStore()
     cwd = tmp_path / "proj"
     write_json(cwd / ".pi" / "settings.json", {"compaction": {"keepRecentTokens": 1000}})
     assert store.settings(None, str(cwd)).compaction.keep_recent_tokens == 1000
-    write_json(cwd / ".pi" / "settings.json", {"compaction": {"keepRecentTokens": 2222}})
+    write_json(cwd / ".pi" / "settings.json", {"compaction": {"keepRecentTokens": 22222}})  # another size
+    clock[0] += 0.49
     assert store.settings(None, str(cwd)).compaction.keep_recent_tokens == 1000  # cached
-    import time
-
-    time.sleep(0.35)
-    assert store.settings(None, str(cwd)).compaction.keep_recent_tokens == 2222
+    clock[0] += 0.02
+    assert store.settings(None, str(cwd)).compaction.keep_recent_tokens == 22222
 
 
 def resolved(store: SettingsStore, session_id: str | None, cwd: str) -> tuple[dict[str, Any], dict[str, str]]:
