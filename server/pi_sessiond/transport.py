@@ -41,6 +41,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_MESSAGE_BYTES = DEFAULT_SETTINGS.daemon.max_message_bytes
 HEADER_LINE_LIMIT = 64 * 1024
 _READ_CHUNK = 256 * 1024
+EOF_GRACE_SECONDS = 30.0  # at end of input, requests in flight get this long to finish and answer
 SNIFF_BYTES = 4096
 _HEADER_NAME = re.compile(rb"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
 _LEADING_MEMBER = re.compile(
@@ -70,6 +71,10 @@ class Endpoint(Protocol):
     def receive(self, body: bytes) -> None: ...
 
     def too_large(self, size: int, limit: int, msg_id: Any) -> None: ...
+
+    async def settle(self, grace: float) -> None:
+        """Let the requests in flight finish (and answer) for up to ``grace`` seconds."""
+        ...
 
     async def aclose(self) -> None:
         """Cancel what still runs and release the daemon."""
@@ -205,7 +210,10 @@ async def serve_connection(endpoint: Endpoint, reader: asyncio.StreamReader, sin
     """Serve one connection until EOF, ``exit`` or a framing error; returns the exit code.
 
     0 at EOF or after ``shutdown`` + ``exit``, 1 for ``exit`` without
-    ``shutdown`` or a broken frame.
+    ``shutdown`` or a broken frame. At a clean EOF (``printf FRAMES |
+    pi-sessiond serve``) the requests already read get up to
+    :data:`EOF_GRACE_SECONDS` to finish and be answered; what still runs then is
+    cancelled (nothing half-written) and answered ``-32800``.
     """
     stopped = asyncio.Event()
     endpoint.attach(sink, stopped.set)
@@ -217,7 +225,9 @@ async def serve_connection(endpoint: Endpoint, reader: asyncio.StreamReader, sin
             chunk = await reader.read(_READ_CHUNK)
             if not chunk:
                 parser.eof()
-                logger.info("connection closed by the client")
+                logger.info("end of input: requests in flight get up to %.0f s to finish", EOF_GRACE_SECONDS)
+                await endpoint.settle(EOF_GRACE_SECONDS)
+                await sink.drain()
                 break
             for frame in parser.feed(chunk):
                 if isinstance(frame, _Oversize):

@@ -485,3 +485,25 @@ def test_stdout_redirected_to_a_regular_file_still_gets_every_reply(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     text = out.read_bytes()
     assert b'"id":1,"result":{"a":1}' in text and b'"id":2,"result":null' in text
+
+
+def test_work_in_flight_at_end_of_input_finishes_and_is_answered(tmp_path: Path) -> None:
+    """``printf FRAMES | pi-sessiond serve`` can compact: EOF gives in-flight requests time to finish (issue 17)."""
+    from pi_sessiond.examples import example_path
+
+    session = tmp_path / "example.jsonl"
+    session.write_bytes(example_path().read_bytes())
+    session_id = json.loads(session.read_text().splitlines()[0])["id"]
+    options = {"settings": {"compaction": {"keepRecentTokens": 6000}}}
+    frames = [
+        req(0, "initialize", {"processId": None, "capabilities": {}, "initializationOptions": options}),
+        req(1, "pi/openSession", {"path": str(session)}),
+        req(2, "debug/slow", {"steps": 10, "delay": 0.05}),
+        req(3, "pi/compact", {"sessionId": session_id}),
+    ]
+    done = subprocess.run(serve_command(), input=b"".join(frame(f) for f in frames), capture_output=True,
+                          timeout=120, env={**os.environ, **DEBUG_ENV})
+    assert done.returncode == 0, done.stderr
+    assert b'"id":2,"result":{"steps":10' in done.stdout  # answered, not cancelled (-32800)
+    assert b'"id":3,"result":{"entry":{"type":"compaction"' in done.stdout, done.stdout[-2000:]
+    assert json.loads(session.read_text().splitlines()[-1])["type"] == "compaction"

@@ -163,6 +163,12 @@ class PiServer(LanguageServer):
     def too_large(self, size: int, limit: int, msg_id: Any) -> None:
         self.protocol.too_large(size, limit, msg_id)
 
+    async def settle(self, grace: float) -> None:
+        """End of input: the requests in flight get up to ``grace`` seconds to finish and answer."""
+        pending = self.protocol.in_flight()
+        if pending:
+            await asyncio.wait(pending, timeout=grace)
+
     async def aclose(self) -> None:
         pending = self.protocol.in_flight()
         for future in pending:
