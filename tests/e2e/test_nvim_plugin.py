@@ -8,6 +8,7 @@ branch summary, and exits non-zero on any failed check or Lua error.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -33,11 +34,11 @@ def nvim() -> str:
     return path
 
 
-@pytest.fixture
-def provider_url() -> Iterator[str]:
-    """``python -m tests.loopback_provider --mode ok``; it stops when its stdin closes."""
+@contextlib.contextmanager
+def loopback_provider(mode: str) -> Iterator[str]:
+    """``python -m tests.loopback_provider --mode MODE``; it stops when its stdin closes."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.loopback_provider", "--port", "0", "--mode", "ok"],
+        [sys.executable, "-m", "tests.loopback_provider", "--port", "0", "--mode", mode],
         cwd=REPO,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -55,6 +56,12 @@ def provider_url() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture
+def provider_url() -> Iterator[str]:
+    with loopback_provider("ok") as url:
+        yield url
 
 
 def test_plugin_compacts_renders_tree_and_navigates(
@@ -115,3 +122,19 @@ def test_readme_setup_with_an_empty_table_starts_the_daemon(nvim: str, tmp_path:
                           timeout=TIMEOUT_S)
     output = f"exit code {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}{_lsp_log(tmp_path)}"
     assert done.returncode == 0 and "ok   setup({}) started the daemon" in done.stdout, output
+
+
+def test_cancel_ends_a_stalled_compaction_within_half_a_second(nvim: str, real_session: Path, tmp_path: Path) -> None:
+    session = tmp_path / real_session.name
+    shutil.copyfile(real_session, session)
+    with loopback_provider("stall") as url:
+        env = {**os.environ, "LOOPBACK_KEY": "loopback-test-key", "PI_TEST_SESSION": str(session),
+               "PI_TEST_PROVIDER_URL": url, "PI_TEST_PYTHON": sys.executable,
+               "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
+        script = PLUGIN / "tests" / "cancel.lua"
+        command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"set rtp+={PLUGIN}",
+                   "-c", f"luafile {script}"]
+        done = subprocess.run(command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=TIMEOUT_S)
+    output = f"exit code {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}{_lsp_log(tmp_path)}"
+    assert done.returncode == 0 and done.stdout.rstrip().endswith("PASS"), output

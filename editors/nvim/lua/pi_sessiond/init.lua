@@ -42,6 +42,8 @@ end
 local function finish(opts, err, result, success)
   if opts.callback then
     opts.callback(err, result)
+  elseif err and err.code == protocol.errors.cancelled then
+    notify('cancelled')
   elseif err then
     notify(describe_error(err), vim.log.levels.ERROR)
   elseif success then

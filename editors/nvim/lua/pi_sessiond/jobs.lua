@@ -1,9 +1,10 @@
 --- Summarizer requests (`pi/compact`, `pi/navigateTree`) as cancellable jobs.
 ---
 --- Invariant: a job's callback runs exactly once — with the daemon's answer,
---- or with a `-32800` error when it is cancelled before it was sent or when
---- the daemon does not answer a cancel within `GRACE_MS` (Neovim forgets a
---- request after `cancel_request`, so its answer would never arrive).
+--- or with a `-32800` error when it is cancelled: at once if it was not sent
+--- yet, else as soon as the daemon ends the job's progress bar (Neovim's client
+--- drops a `-32800` reply, so the answer itself never arrives), or after
+--- `GRACE_MS` if neither comes.
 local client = require('pi_sessiond.client')
 local compat = require('pi_sessiond.compat')
 local progress = require('pi_sessiond.progress')
@@ -60,6 +61,11 @@ local function cancel_job(job)
     settle(job, cancelled_error(), nil)
     return
   end
+  progress.when_ended(job.token, function(value)
+    if value.message == 'cancelled' then -- done/failed: the real answer is on its way
+      settle(job, cancelled_error(), nil)
+    end
+  end)
   compat.call(job.client, 'notify', 'window/workDoneProgress/cancel', { token = job.token })
   vim.defer_fn(function()
     if not job.settled then

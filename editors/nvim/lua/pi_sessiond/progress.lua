@@ -8,6 +8,7 @@ local M = {}
 local LOG_SIZE = 200
 
 local jobs = {} -- token -> { title, message, percentage, done, started }
+local on_end = {} -- token -> function(value): called once when that token's `end` arrives
 local log = {} -- the last LOG_SIZE `$/progress` values, oldest first
 local counter = 0
 
@@ -21,6 +22,11 @@ local function record(token, value)
   table.insert(log, { token = token, value = value })
   if #log > LOG_SIZE then
     table.remove(log, 1)
+  end
+  if value.kind == 'end' and on_end[token] then
+    local listener = on_end[token]
+    on_end[token] = nil
+    listener(value)
   end
   if value.kind == 'end' and not jobs[token] then
     return -- its request has already answered
@@ -49,9 +55,15 @@ function M.handler(err, result, ctx, config)
   return vim.NIL
 end
 
+--- Call `listener(value)` once when the `end` of `token` arrives.
+function M.when_ended(token, listener)
+  on_end[token] = listener
+end
+
 --- Forget a token once its request has answered.
 function M.finish(token)
   jobs[token] = nil
+  on_end[token] = nil
   vim.cmd('redrawstatus')
 end
 
