@@ -123,7 +123,7 @@ local function setup(session_path)
     settings = {
       summarizer = { provider = 'openai', baseUrl = url .. '/v1', model = 'loopback', apiKeyEnv = 'LOOPBACK_KEY' },
     },
-    split = 'botright split',
+    split = 'botright vsplit', -- the default: a split narrower than the editor
   })
   say('daemon: ' .. table.concat(cmd, ' '))
 end
@@ -207,6 +207,13 @@ local function test_tree(path, state)
   check(row == vim.api.nvim_win_get_cursor(0)[1], 'the cursor is on the active leaf')
   check(line:find('compaction', 1, true) ~= nil, 'the active leaf is the compaction', line)
   check(vim.bo[buf].filetype == 'pi-sessiond-tree' and not vim.bo[buf].modifiable, 'a read-only tree buffer')
+  local width = vim.api.nvim_win_get_width(0)
+  local widest = 0
+  for _, text in ipairs(lines) do
+    widest = math.max(widest, vim.fn.strdisplaywidth(text))
+  end
+  check(width < vim.o.columns and widest < width, 'every line fits the split (no wrapping)',
+    { widest = widest, window = width, columns = vim.o.columns })
   state.tree_buf = buf
 end
 

@@ -68,8 +68,15 @@ local function tree_keymaps(buf)
   map('q', '<cmd>close<CR>', 'pi-sessiond: close')
 end
 
+--- The text width of the window showing `buf` (the split, not the whole editor).
+local function window_width(buf)
+  local win = vim.fn.bufwinid(buf)
+  local width = win ~= -1 and vim.api.nvim_win_get_width(win) or vim.o.columns
+  return math.max(20, width - 1) -- one column spare: nothing wraps at the edge
+end
+
 local function fill_tree(buf, result)
-  local width = math.max(40, vim.o.columns)
+  local width = window_width(buf)
   local lines, ids = render.tree_lines(result.nodes or {}, result.leafId, width)
   if #lines == 0 then
     lines = { '(empty session)' }
@@ -102,8 +109,8 @@ function M.show_tree(session_id, result)
       end,
     })
   end
+  local win = show(buf) -- first, so the lines fit the window they are drawn in
   local ids = fill_tree(buf, result)
-  local win = show(buf)
   vim.api.nvim_win_set_cursor(win, { line_of(ids, result.leafId) or 1, 0 })
   return buf
 end

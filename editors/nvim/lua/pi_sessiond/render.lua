@@ -26,8 +26,10 @@ local function node_line(node, depth, leaf_id, width)
   if node.label and node.label ~= vim.NIL then
     label = string.format(' [%s]', node.label)
   end
-  local preview = one_line(node.preview, width)
   local text = string.format('%s%s %s%s', string.rep('  ', depth), mark, kind(node), label)
+  -- The whole line fits `width` (the window's): the preview gets what the prefix leaves.
+  local room = width and math.max(8, width - vim.fn.strdisplaywidth(text) - 2) or nil
+  local preview = one_line(node.preview, room)
   if preview ~= '' then
     text = text .. ': ' .. preview
   end
