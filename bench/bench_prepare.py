@@ -78,7 +78,7 @@ def worker(path: Path, calls: int) -> None:
         t1 = time.perf_counter()
         # As the daemon runs it: tokensBefore from the session's incrementally kept
         # context (built on the first call, then kept up to date by appends).
-        prep = prepare_compaction(entries, settings, session.context().messages)
+        prep = prepare_compaction(entries, settings, session.projection())
         t2 = time.perf_counter()
         text = serialize_conversation(convert_to_llm(prep.messages_to_summarize)) if prep else None
         t3 = time.perf_counter()

@@ -2,9 +2,12 @@
 
 Invariants:
 
-* Only ``toolCall`` blocks of ``assistant`` messages count, and only when
+* ``toolCall`` blocks of ``assistant`` messages count, and so do the calls a
+  codemode script made, recorded on its tool result's ``nestedCalls.calls``
+  (Pi 1.6.0, shared/reference/pi-1.6.md item 11); each only when
   ``arguments.path`` is a non-empty string: ``read`` -> read, ``write`` ->
-  written, ``edit`` -> edited. Other tools and argument keys are ignored.
+  written, ``edit`` -> edited. Other tools and argument keys are ignored (a
+  nested call with only ``argumentsBytes`` has no path).
 * Details of an earlier summary entry are folded in only when the entry is
   not ``fromHook`` and has truthy ``details``: ``readFiles`` -> read,
   ``modifiedFiles`` -> edited.
@@ -25,7 +28,6 @@ import attrs
 from pi_sessiond.compaction.text import js_sorted, js_truthy
 
 JsonDict = dict[str, Any]
-
 
 
 @attrs.frozen
@@ -55,15 +57,27 @@ class FileOpsCollector:
 
     def add_message(self, message: JsonDict | None) -> None:
         """Pi's ``extractFileOpsFromMessage``."""
-        if message is None or message.get("role") != "assistant":
+        if message is None:
+            return
+        role = message.get("role")
+        if role == "toolResult":
+            self._add_nested(message.get("nestedCalls"))
             return
         content = message.get("content")
-        if not isinstance(content, list):
+        if role != "assistant" or not isinstance(content, list):
             return
+        self._add_calls(content, "toolCall")
+
+    def _add_nested(self, nested: Any) -> None:
+        calls = nested.get("calls") if isinstance(nested, dict) else None
+        if isinstance(calls, list):
+            self._add_calls(calls, None)
+
+    def _add_calls(self, blocks: list[Any], block_type: str | None) -> None:
         targets = {"read": self.read, "write": self.written, "edit": self.edited}
-        for block in content:
+        for block in blocks:
             # Hot loop (every assistant message of the range): keep it flat.
-            if type(block) is not dict or block.get("type") != "toolCall":
+            if type(block) is not dict or (block_type is not None and block.get("type") != block_type):
                 continue
             args = block.get("arguments")
             path = args.get("path") if type(args) is dict else None
