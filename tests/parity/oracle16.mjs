@@ -29,7 +29,8 @@
 //   projectedTokens {file, leafId?} -> estimateProjectedContextTokens(projection, branch)
 //   cut {file, leafId?, keepRecentTokens: [n]} -> {pathIds, results: [findCutPoint(path, 0, len, n)]}
 //   serialize {messages} / collectBranch {file, oldLeafId, targetId, tokenBudget?}
-//   fork {file, leafId} -> {entries} of createBranchedSession(leafId) (label ids from the counter)
+//   fork {file, leafId} -> {sourcePath, newFileName, fileText, header, entries, leafId} after
+//        createBranchedSession(leafId) (label ids from the counter)
 
 import crypto from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -244,9 +245,16 @@ function cut(sm, { leafId, keepRecentTokens }) {
   };
 }
 
-function fork(sm, { leafId }) {
-  sm.createBranchedSession(leafId);
-  return { entries: sm.getEntries() };
+function fork(sm, copy, { leafId }) {
+  const newFile = sm.createBranchedSession(leafId);
+  return {
+    sourcePath: copy,
+    newFileName: newFile ? basename(newFile) : null,
+    fileText: readOrNull(newFile),
+    header: sm.getHeader(),
+    entries: sm.getEntries(),
+    leafId: sm.getLeafId(),
+  };
 }
 
 const ops = {
@@ -267,7 +275,7 @@ const ops = {
   serialize: ({ messages }) => serialize(messages),
   collectBranch: (req) => withSession(req.file, (sm) => collectBranch(sm, req)),
   cut: (req) => withSession(req.file, (sm) => cut(sm, req)),
-  fork: (req) => withSession(req.file, (sm) => fork(sm, req)),
+  fork: (req) => withSession(req.file, (sm, copy) => fork(sm, copy, req)),
 };
 
 async function handle(line) {
