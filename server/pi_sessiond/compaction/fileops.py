@@ -57,35 +57,36 @@ class FileOpsCollector:
 
     def add_message(self, message: JsonDict | None) -> None:
         """Pi's ``extractFileOpsFromMessage``."""
-        if message is None:
-            return
-        role = message.get("role")
-        if role == "toolResult":
-            self._add_nested(message.get("nestedCalls"))
-            return
-        content = message.get("content")
-        if role != "assistant" or not isinstance(content, list):
-            return
-        self._add_calls(content, "toolCall")
+        if message is not None:
+            self.add_messages((message,))
 
-    def _add_nested(self, nested: Any) -> None:
-        calls = nested.get("calls") if isinstance(nested, dict) else None
-        if isinstance(calls, list):
-            self._add_calls(calls, None)
-
-    def _add_calls(self, blocks: list[Any], block_type: str | None) -> None:
+    def add_messages(self, messages: Iterable[JsonDict]) -> None:
+        """``extractFileOpsFromMessage`` of each message (hot: every message of the range, so kept flat)."""
         targets = {"read": self.read, "write": self.written, "edit": self.edited}
-        for block in blocks:
-            # Hot loop (every assistant message of the range): keep it flat.
-            if type(block) is not dict or (block_type is not None and block.get("type") != block_type):
+        for message in messages:
+            role = message.get("role")
+            if role == "assistant":
+                blocks = message.get("content")
+                wanted: str | None = "toolCall"
+            elif role == "toolResult":
+                nested = message.get("nestedCalls")
+                if nested is None:
+                    continue
+                blocks = nested.get("calls") if type(nested) is dict else None
+                wanted = None
+            else:
                 continue
-            args = block.get("arguments")
-            path = args.get("path") if type(args) is dict else None
-            if type(path) is not str or not path:
+            if type(blocks) is not list:
                 continue
-            target = targets.get(block.get("name"))  # type: ignore[arg-type]
-            if target is not None:
-                target.add(path)
+            for block in blocks:
+                if type(block) is not dict or (wanted is not None and block.get("type") != wanted):
+                    continue
+                args = block.get("arguments")
+                path = args.get("path") if type(args) is dict else None
+                if type(path) is str and path:
+                    target = targets.get(block.get("name"))  # type: ignore[arg-type]
+                    if target is not None:
+                        target.add(path)
 
     def add_details(self, entry_data: JsonDict) -> None:
         """Fold in a summary entry's ``details`` unless it came from a hook."""

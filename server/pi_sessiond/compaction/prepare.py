@@ -88,13 +88,14 @@ def previous_compaction_index(entries: Sequence[ProjectedEntry]) -> int:
 
 def summarized_messages(entries: Iterable[ProjectedEntry]) -> tuple[JsonDict, ...]:
     """Pi's ``getMessagesFromProjectedEntryForCompaction`` over ``entries``, flattened."""
-    return tuple(
-        m
-        for projected in entries
-        if projected.entry.type != "compaction"
-        for m in projected.messages
-        if m.get("role") != "system"
-    )
+    out: list[JsonDict] = []
+    for projected in entries:
+        if projected.entry.type == "compaction":
+            continue
+        for message in projected.messages:
+            if message.get("role") != "system":
+                out.append(message)
+    return tuple(out)
 
 
 def _entry_id(entry: Entry | None) -> str | None:
@@ -109,8 +110,7 @@ def _file_ops(previous: Entry | None, *groups: Sequence[JsonDict]) -> FileOperat
     if previous is not None:
         collector.add_details(previous.data)
     for group in groups:
-        for message in group:
-            collector.add_message(message)
+        collector.add_messages(group)
     return collector.freeze()
 
 
