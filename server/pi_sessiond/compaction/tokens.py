@@ -197,22 +197,25 @@ def estimate_context_tokens(messages: Sequence[JsonDict]) -> ContextTokenEstimat
     return ContextTokenEstimate(usage_tokens + trailing, usage_tokens, trailing, index)
 
 
-def _usage_entry_id(projection: Projection, message_index: int) -> str | None:
-    """The id of the projected entry whose messages hold ``message_index``."""
-    seen = 0
-    for projected in projection.entries:
-        seen += len(projected.messages)
-        if message_index < seen:
-            return projected.entry.id
+def _usage_entry_id(projection: Projection, message_index: int, total: int) -> str | None:
+    """The id of the projected entry whose messages hold ``message_index`` (of ``total``).
+
+    Walks back from the leaf: the usage is nearly always among the newest messages.
+    """
+    end = total
+    for projected in reversed(projection.entries):
+        end -= len(projected.messages)
+        if end <= message_index:
+            return projected.entry.id if projected.messages else None
     return None
 
 
-def _usage_trusted(projection: Projection, branch: Sequence[Entry], message_index: int) -> bool:
+def _usage_trusted(projection: Projection, branch: Sequence[Entry], message_index: int, total: int) -> bool:
     """Whether the usage's entry lies on ``branch`` after its newest edit or compaction.
 
     Scans back from the leaf and stops at that entry (ids are unique on a path).
     """
-    usage_id = _usage_entry_id(projection, message_index)
+    usage_id = _usage_entry_id(projection, message_index, total)
     if usage_id is None:
         return False
     for i in range(len(branch) - 1, -1, -1):
@@ -228,7 +231,8 @@ def estimate_projected_context_tokens(projection: Projection, branch: Sequence[E
     """Pi 1.6.0's ``estimateProjectedContextTokens`` (see the module docstring)."""
     messages = projection.messages
     estimate = estimate_context_tokens(messages)
-    if estimate.last_usage_index is not None and _usage_trusted(projection, branch, estimate.last_usage_index):
+    index = estimate.last_usage_index
+    if index is not None and _usage_trusted(projection, branch, index, len(messages)):
         return estimate
     system = current_system_message(messages)
     tokens = estimate_tokens(system) if system is not None else 0
