@@ -1,4 +1,4 @@
-"""prepareCompaction benchmark: pi-sessiond vs Pi 0.73.1 on the same generated files.
+"""prepareCompaction benchmark: pi-sessiond vs Pi 1.6.0 (the parity target) on the same generated files.
 
     .venv/bin/python bench/bench_prepare.py                 # 1k and 10k entries
     .venv/bin/python bench/bench_prepare.py --full          # + 100k
@@ -31,10 +31,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_store import PI_PACKAGE, ROOT, SHAPES, build_file, fmt, median_of
+from bench_store import ROOT, SHAPES, build_file, fmt, median_of
 
 HERE = Path(__file__).resolve().parent
 PI_SCRIPT = HERE / "pi_prepare_bench.mjs"
+PI_PACKAGE = ROOT / "tests" / "parity" / "node_modules" / "@earendil-works" / "pi-coding-agent"
 SETTINGS = {"enabled": True, "reserveTokens": 16384, "keepRecentTokens": 20000}
 
 # (key, label, unit); the target depends on the shape (TARGETS)
@@ -78,7 +79,7 @@ def worker(path: Path, calls: int) -> None:
         t1 = time.perf_counter()
         # As the daemon runs it: tokensBefore from the session's incrementally kept
         # context (built on the first call, then kept up to date by appends).
-        prep = prepare_compaction(entries, settings, session.context().messages)
+        prep = prepare_compaction(entries, settings, session.projection())
         t2 = time.perf_counter()
         text = serialize_conversation(convert_to_llm(prep.messages_to_summarize)) if prep else None
         t3 = time.perf_counter()

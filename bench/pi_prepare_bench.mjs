@@ -1,4 +1,4 @@
-// Pi 0.73.1 side of bench/bench_prepare.py: one session file, one fresh node process.
+// Pi 1.6.0 side of bench/bench_prepare.py: one session file, one fresh node process.
 //
 //   node bench/pi_prepare_bench.mjs FILE CALLS
 //
@@ -30,7 +30,7 @@ const calls = Math.max(2, Number(callsArg ?? 5));
 const settings = { enabled: true, reserveTokens: 16384, keepRecentTokens: 20000 };
 
 const here = dirname(fileURLToPath(import.meta.url));
-const dist = join(here, "..", "tests", "parity", "node_modules", "@mariozechner",
+const dist = join(here, "..", "tests", "parity", "node_modules", "@earendil-works",
   "pi-coding-agent", "dist", "core");
 const work = mkdtempSync(join(tmpdir(), "pi-bench-"));
 process.env.PI_CODING_AGENT_DIR = join(work, "agent");  // keep Pi away from ~/.pi

@@ -22,8 +22,15 @@
 //   write {calls, cwd?, sessionId?, clock?} -> {results, file, fileText, files, leafId, entries}
 //        calls: [{method, args}] on one SessionManager.create(cwd, dir, {id}); an arg
 //        {"$ref": n} is the n-th call's result (its `.id` when that is an object).
-//   estimate {messages} / prepare {file, leafId?, settings?} / projectedTokens {file, leafId?}
+//   estimate {messages} -> {perMessage, context}
+//   prepare {file, leafId?, settings?} -> {preparation (null when Pi returns none), serialized,
+//        turnPrefixSerialized, readFiles, modifiedFiles, firstKeptIndex (on the path)};
+//        a text Pi cannot serialize (it throws) is {"$error": message}
+//   projectedTokens {file, leafId?} -> estimateProjectedContextTokens(projection, branch)
+//   cut {file, leafId?, keepRecentTokens: [n]} -> {pathIds, results: [findCutPoint(path, 0, len, n)]}
 //   serialize {messages} / collectBranch {file, oldLeafId, targetId, tokenBudget?}
+//   fork {file, leafId} -> {sourcePath, newFileName, fileText, header, entries, leafId} after
+//        createBranchedSession(leafId) (label ids from the counter)
 
 import crypto from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -195,6 +202,13 @@ function write({ calls, cwd, sessionId, clock }) {
 // -------------------------------------------- compaction (for later parity work)
 const fileOpsJson = (ops) => ({ read: [...ops.read], written: [...ops.written], edited: [...ops.edited] });
 const serialize = (messages) => utils.serializeConversation(messagesMod.convertToLlm(messages));
+const safeSerialize = (messages) => {
+  try {
+    return serialize(messages);
+  } catch (err) {
+    return { $error: err instanceof Error ? err.message : String(err) };
+  }
+};
 
 function prepare(sm, leafId, settings) {
   const path = sm.getBranch(leafArg(leafId));
@@ -203,8 +217,8 @@ function prepare(sm, leafId, settings) {
   const { readFiles, modifiedFiles } = utils.computeFileLists(prep.fileOps);
   return {
     preparation: { ...prep, fileOps: fileOpsJson(prep.fileOps) },
-    serialized: serialize(prep.messagesToSummarize),
-    turnPrefixSerialized: prep.turnPrefixMessages.length > 0 ? serialize(prep.turnPrefixMessages) : "",
+    serialized: safeSerialize(prep.messagesToSummarize),
+    turnPrefixSerialized: prep.turnPrefixMessages.length > 0 ? safeSerialize(prep.turnPrefixMessages) : "",
     readFiles,
     modifiedFiles,
     firstKeptIndex: path.findIndex((e) => e.id === prep.firstKeptEntryId),
@@ -220,6 +234,26 @@ function collectBranch(sm, { oldLeafId, targetId, tokenBudget }) {
     messages: prepared.messages,
     fileOps: fileOpsJson(prepared.fileOps),
     totalTokens: prepared.totalTokens,
+  };
+}
+
+function cut(sm, { leafId, keepRecentTokens }) {
+  const path = sm.getBranch(leafArg(leafId));
+  return {
+    pathIds: path.map((e) => e.id),
+    results: keepRecentTokens.map((keep) => compaction.findCutPoint(path, 0, path.length, keep)),
+  };
+}
+
+function fork(sm, copy, { leafId }) {
+  const newFile = sm.createBranchedSession(leafId);
+  return {
+    sourcePath: copy,
+    newFileName: newFile ? basename(newFile) : null,
+    fileText: readOrNull(newFile),
+    header: sm.getHeader(),
+    entries: sm.getEntries(),
+    leafId: sm.getLeafId(),
   };
 }
 
@@ -240,6 +274,8 @@ const ops = {
   prepare: ({ file, leafId, settings }) => withSession(file, (sm) => prepare(sm, leafId, settings)),
   serialize: ({ messages }) => serialize(messages),
   collectBranch: (req) => withSession(req.file, (sm) => collectBranch(sm, req)),
+  cut: (req) => withSession(req.file, (sm) => cut(sm, req)),
+  fork: (req) => withSession(req.file, (sm, copy) => fork(sm, copy, req)),
 };
 
 async function handle(line) {

@@ -64,3 +64,88 @@ def test_context_leads_with_the_checkpoint(pi16: PiOracle, tmp_path: Path) -> No
     assert [m["role"] for m in context["messages"]] == ["system", "compactionSummary", "user"]
     assert [e["id"] for e in context["entries"]] == ["00000003", "00000002"]
     assert context["systemMessage"]["content"] == "You are Pi."
+
+
+# ----- the compaction ops, checked against facts of shared/reference/pi-1.6.md (items 5-8, 10, 14)
+IMAGE = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+USAGE = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 12000}
+
+
+def _assistant(text: str, ts: int, **extra: Any) -> dict[str, Any]:
+    content = [{"type": "thinking", "thinking": "secret"}, {"type": "text", "text": text}]
+    return {"role": "assistant", "content": content,
+            "provider": "p", "model": "m", "stopReason": "stop", "timestamp": ts, **extra}
+
+
+def _write(pi16: PiOracle, tmp_path: Path, calls: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "s.jsonl"
+    path.write_text(pi16.call("write", calls=calls)["fileText"])
+    return path
+
+
+def test_estimate_counts_images_system_messages_and_skips_zero_usage(pi16: PiOracle) -> None:
+    user = {"role": "user", "content": [{"type": "text", "text": "x" * 16}, IMAGE], "timestamp": 1}
+    system = {"role": "system", "content": "abcd", "sections": {"a": "xyzw", "b": None}, "toolsAdded": [],
+              "timestamp": 1}
+    zero = _assistant("b", 3, usage={**USAGE, "totalTokens": 0})
+    result = pi16.call("estimate", messages=[user, system, _assistant("a", 2, usage=USAGE), zero])
+    assert result["perMessage"][:2] == [1204, 3]  # 16/4 + 1200; (4 + 4 + len("[]")) / 4 rounded up
+    assert result["context"]["lastUsageIndex"] == 2  # the all-zero usage after it is skipped
+
+
+def test_projected_tokens_distrust_usage_before_an_edit(pi16: PiOracle, tmp_path: Path) -> None:
+    calls = [{"method": "appendMessage", "args": [USER]},
+             {"method": "appendMessage", "args": [_assistant("hi", 3, usage=USAGE)]}]
+    path = _write(pi16, tmp_path, calls)
+    assert pi16.call("projectedTokens", file=str(path))["tokens"] == 12000
+    path = _write(pi16, tmp_path, [*calls, {"method": "appendContextEdit", "args": [{"$ref": 0}, {"content": "h"}]}])
+    assert pi16.call("projectedTokens", file=str(path)) == {
+        "tokens": 1 + 2, "usageTokens": 0, "trailingTokens": 3, "lastUsageIndex": None}  # "h"; "secret" + "hi"
+
+
+def test_serialize_omits_thinking(pi16: PiOracle) -> None:
+    assert pi16.call("serialize", messages=[_assistant("hi", 1)]) == "[Assistant]: hi"
+
+
+def test_prepare_returns_none_with_nothing_to_summarize_and_cuts_before_tool_results(pi16: PiOracle,
+                                                                                     tmp_path: Path) -> None:
+    path = _write(pi16, tmp_path, [{"method": "appendMessage", "args": [SYSTEM]},
+                                   {"method": "appendMessage", "args": [USER]}])
+    assert pi16.call("prepare", file=str(path))["preparation"] is None
+    call = {"type": "toolCall", "id": "c", "name": "read", "arguments": {"path": "a.ts"}}
+    calls = [{"method": "appendMessage", "args": [USER]},
+             {"method": "appendMessage", "args": [{**_assistant("", 3), "content": [call], "stopReason": "toolUse"}]},
+             {"method": "appendMessage", "args": [{"role": "toolResult", "toolCallId": "c", "toolName": "read",
+                                                   "content": [{"type": "text", "text": "r" * 28000}],
+                                                   "isError": False, "timestamp": 4}]}]
+    path = _write(pi16, tmp_path, calls)
+    settings = {"enabled": True, "reserveTokens": 16384, "keepRecentTokens": 1000}
+    result = pi16.call("prepare", file=str(path), settings=settings)
+    prep = result["preparation"]
+    assert (prep["firstKeptEntryId"], prep["isSplitTurn"], result["firstKeptIndex"]) == ("00000002", True, 1)
+    assert [m["role"] for m in prep["turnPrefixMessages"]] == ["user"] and result["serialized"] == ""
+    assert result["readFiles"] == [] and prep["fileOps"]["read"] == []  # the call is kept, not summarized
+
+
+def test_collect_branch_honours_edits(pi16: PiOracle, tmp_path: Path) -> None:
+    calls = [{"method": "appendMessage", "args": [USER]},
+             {"method": "appendMessage", "args": [_assistant("one", 3)]},
+             {"method": "appendContextEdit", "args": [{"$ref": 1}, None]},
+             {"method": "appendMessage", "args": [{**USER, "content": "two"}]}]
+    path = _write(pi16, tmp_path, calls)
+    result = pi16.call("collectBranch", file=str(path), oldLeafId="00000004", targetId="00000001")
+    assert result["entryIds"] == ["00000002", "00000003", "00000004"]
+    assert [m["role"] for m in result["messages"]] == ["user"]  # the omitted assistant is skipped
+
+
+def test_fork_and_cut_ops(pi16: PiOracle, tmp_path: Path) -> None:
+    calls = [{"method": "appendMessage", "args": [USER]},
+             {"method": "appendLabelChange", "args": [{"$ref": 0}, "start"]},
+             {"method": "appendMessage", "args": [_assistant("hi", 3)]}]
+    path = _write(pi16, tmp_path, calls)
+    forked = pi16.call("fork", file=str(path), leafId="00000003")
+    assert [(e["type"], e["parentId"]) for e in forked["entries"]][:2] == [("message", None), ("message", "00000001")]
+    assert forked["entries"][2]["type"] == "label" and forked["fileText"] is not None
+    cut = pi16.call("cut", file=str(path), keepRecentTokens=[0, 10**6])
+    assert cut["pathIds"] == ["00000001", "00000002", "00000003"]
+    assert [r["firstKeptEntryIndex"] for r in cut["results"]] == [1, 0]  # the back-scan takes the label

@@ -11,8 +11,8 @@ plus Pi's own ``before-compaction.jsonl`` fixture is compared on:
 3. context: ``buildSessionContext`` for the leaf, ``null``, ``undefined``, an
    unknown id and sampled entry ids (every entry for small sessions), compared
    as identical JSON (key order and int/float kind included);
-4. fork: ``createBranchedSession`` at a few leaves (path entries, recreated
-   labels, header, file written now or deferred);
+4. fork: Pi 1.6.0's ``createBranchedSession`` at a few leaves (path entries
+   re-chained, recreated labels, header, file written now or deferred);
 5. listing: ``SessionManager.list`` over a directory of several sessions.
 
 v1 migration draws random ids in Pi, so everything id-based runs on the text
@@ -318,9 +318,7 @@ def _assert_fork_equal(ours: Session, theirs: Json, source: Path) -> None:
     assert Path(ours.header["parentSession"]) == source.resolve()
     assert Path(theirs["header"]["parentSession"]).name == source.name == Path(theirs["sourcePath"]).name
     assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}", ours.header["id"])
-    # written now or deferred: 0.73.1 writes at once when the path has an assistant; we follow
-    # Pi 1.6.0, which also writes when it has a user message (the fork's own 1.6.0 parity is
-    # issue 12 item 7: re-chained parents, moved firstKeptEntryId)
+    # written now or deferred: Pi 1.6.0 writes at once when the path has a user or assistant message
     assert ours.path is not None
     has_conversation = any(e.get("message", {}).get("role") in ("user", "assistant") for e in pi_entries)
     assert ours.path.exists() == has_conversation
@@ -334,18 +332,19 @@ def _assert_fork_equal(ours: Session, theirs: Json, source: Path) -> None:
 
 
 @sessions(*(c.name for c in CASES if c.entries <= 600), FIXTURE)
-def test_fork_at_several_leaves(pi: PiOracle, loaded: Loaded, tmp_path: Path) -> None:
+def test_fork_at_several_leaves(pi16: PiOracle, loaded: Loaded, tmp_path: Path) -> None:
+    """Against Pi 1.6.0's ``createBranchedSession`` (re-chained parents; the migrated text is a v3 file)."""
     for n, leaf in enumerate(fork_leaves(loaded.ours)):
         source = Session.open(loaded.migrated)
         ours = fork_session(source, leaf, tmp_path / f"fork{n}")
-        theirs = pi.call("fork", file=str(loaded.migrated), leafId=leaf)
+        theirs = pi16.call("fork", file=str(loaded.migrated), leafId=leaf)
         _assert_fork_equal(ours, theirs, loaded.migrated)
 
 
 @sessions("branchy-s7-n60-v3")
-def test_fork_unknown_entry_raises_on_both_sides(pi: PiOracle, loaded: Loaded, tmp_path: Path) -> None:
+def test_fork_unknown_entry_raises_on_both_sides(pi16: PiOracle, loaded: Loaded, tmp_path: Path) -> None:
     with pytest.raises(OracleError, match="not found"):
-        pi.call("fork", file=str(loaded.migrated), leafId="no-such-entry")
+        pi16.call("fork", file=str(loaded.migrated), leafId="no-such-entry")
     with pytest.raises(KeyError):  # UnknownEntryError
         fork_session(Session.open(loaded.migrated), "no-such-entry", tmp_path)
 

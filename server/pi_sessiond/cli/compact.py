@@ -2,9 +2,10 @@
 
 The dry run prints the preparation exactly as ``pi/beforeCompact`` shows it
 (the same service function builds both) and never writes. Exit codes: 0
-whenever Pi would return a preparation (even one with nothing to summarize,
-flagged ``nothingToCompact``), 1 where Pi returns none (empty path, or the
-newest entry is already a compaction), 2 for usage errors. Without
+whenever Pi 1.6.0 would return a preparation, 1 with Pi's refusal where it
+returns none (``Already compacted`` when the newest entry is a compaction,
+else ``Nothing to compact (session too small)``: an empty path or nothing to
+summarize, e.g. every message fits in ``keepRecentTokens``), 2 for usage errors. Without
 ``--dry-run`` it runs the configured summarizer (offline unless settings.json
 or the flags say otherwise), appends one compaction entry and prints the
 summary and the token counts on stdout (progress on stderr). With
@@ -95,8 +96,6 @@ def _print_text(doc: CompactionPreview) -> None:
     print(f"turn prefix messages: {len(doc.turn_prefix_messages)}")
     print(f"previous summary: {'yes' if doc.previous_summary else 'no'}")
     print(f"read files: {len(doc.read_files)}  modified files: {len(doc.modified_files)}")
-    if doc.nothing_to_compact:
-        print("nothing to compact: every message fits in keepRecentTokens")
     print("(use --json for the serialized conversation and the full request text)")
 
 

@@ -1,8 +1,9 @@
-"""Compaction core: pure, synchronous re-implementation of Pi 0.73.1's functions.
+"""Compaction core: pure, synchronous re-implementation of Pi 1.6.0's functions.
 
 Data in, frozen data out; no I/O, no awaits. Each module states its
 invariants. Messages are plain dicts in Pi's JSON shape; entries are
-``pi_sessiond.store.entry.Entry``.
+``pi_sessiond.store.entry.Entry``; the preparation and the cut work on the
+projection (``pi_sessiond.store.projection``).
 """
 
 from pi_sessiond.compaction.branch import (
@@ -15,6 +16,7 @@ from pi_sessiond.compaction.convert import convert_to_llm
 from pi_sessiond.compaction.cutpoint import (
     CutPoint,
     find_cut_point,
+    find_projected_cut_point,
     find_turn_start_index,
     find_valid_cut_points,
 )
@@ -36,6 +38,7 @@ from pi_sessiond.compaction.tokens import (
     ContextTokenEstimate,
     calculate_context_tokens,
     estimate_context_tokens,
+    estimate_projected_context_tokens,
     estimate_tokens,
     get_last_assistant_usage,
     should_compact,
@@ -59,8 +62,10 @@ __all__ = [
     "compute_file_lists",
     "convert_to_llm",
     "estimate_context_tokens",
+    "estimate_projected_context_tokens",
     "estimate_tokens",
     "find_cut_point",
+    "find_projected_cut_point",
     "find_turn_start_index",
     "find_valid_cut_points",
     "format_file_operations",

@@ -1,4 +1,4 @@
-"""Branch collection and preparation for branch summaries (Pi 0.73.1).
+"""Branch collection and preparation for branch summaries (Pi 1.6.0, shared/reference/pi-1.6.md item 10).
 
 Entries are looked up through ``get_entry(id)`` so any store can be used.
 
@@ -10,7 +10,11 @@ Invariants:
   entries are those from the old leaf up to, not including, the common
   ancestor (stopping early at a missing parent), oldest first; compactions
   and earlier branch summaries on that stretch are included.
-* ``prepare_branch_entries``: tool results never become messages. File
+* ``prepare_branch_entries``: the latest ``context_edit`` per target among
+  the collected entries is honoured (an omitted target contributes nothing,
+  a replaced one its new content); system messages are kept and count
+  tokens; tool results never become messages (so codemode nested calls are
+  not seen here). File
   operations come first from every non-hook ``branch_summary`` ``details``
   (compaction details are not used), then from each message visited while
   filling the budget, newest first, including the one that overflows it.
@@ -31,6 +35,7 @@ from pi_sessiond.compaction.convert import entry_message
 from pi_sessiond.compaction.fileops import FileOperations, FileOpsCollector
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.projection import latest_edits, project_entry
 
 JsonDict = dict[str, Any]
 GetEntry = Callable[[str], Entry | None]
@@ -92,10 +97,13 @@ def collect_entries_for_branch_summary(
     return BranchCollection(tuple(chain), ancestor)
 
 
-def branch_entry_message(entry: Entry) -> JsonDict | None:
-    """The message an entry contributes to a branch summary (tool results excluded)."""
+def branch_entry_message(entry: Entry, edit: Entry | None = None) -> JsonDict | None:
+    """The message an entry contributes to a branch summary (tool results excluded), ``edit`` applied."""
     if entry.type == "message" and entry.role == "toolResult":
         return None
+    if edit is not None and entry.type in ("message", "custom_message"):
+        projected = project_entry(entry, edit)
+        return projected[0] if projected else None
     return entry_message(entry, include_compaction=True)
 
 
@@ -109,10 +117,11 @@ def prepare_branch_entries(entries: Sequence[Entry], token_budget: int = 0) -> B
     """Pi's ``prepareBranchEntries``: newest messages first, up to the budget."""
     ops = FileOpsCollector()
     _collect_summary_details(entries, ops)
+    edits = latest_edits(entries)
     kept: list[JsonDict] = []
     total = 0
     for entry in reversed(entries):
-        message = branch_entry_message(entry)
+        message = branch_entry_message(entry, edits.get(entry.id))
         if message is None:
             continue
         ops.add_message(message)

@@ -4,12 +4,13 @@ Messages are plain dicts in Pi's JSON shape (camelCase keys).
 
 Invariants:
 
-* ``convert_to_llm`` returns only ``user``, ``assistant`` and ``toolResult``
-  messages, in input order; ``bashExecution`` with ``excludeFromContext`` and
-  unknown roles disappear; the wrapper strings are byte-identical to Pi's.
-* ``user``/``assistant``/``toolResult`` messages are passed through as the
-  same objects (never copied or changed).
-* ``entry_message`` maps an entry exactly as Pi's compaction code does:
+* ``convert_to_llm`` (Pi 1.6.0's ``convertToLlm``) returns only ``system``,
+  ``user``, ``assistant`` and ``toolResult`` messages, in input order;
+  ``bashExecution`` with ``excludeFromContext`` and unknown roles disappear;
+  the wrapper strings are byte-identical to Pi's.
+* ``system``/``user``/``assistant``/``toolResult`` messages are passed through
+  as the same objects (never copied or changed).
+* ``entry_message`` maps an unedited entry as Pi's branch summarization does:
   ``message`` -> the stored message, ``custom_message`` -> role ``custom``,
   ``branch_summary`` -> role ``branchSummary`` (even with an empty summary),
   ``compaction`` -> role ``compactionSummary`` only when asked for.
@@ -33,7 +34,7 @@ COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
 BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
 BRANCH_SUMMARY_SUFFIX = "</summary>"
 
-_PASS_THROUGH = frozenset({"user", "assistant", "toolResult"})
+_PASS_THROUGH = frozenset({"system", "user", "assistant", "toolResult"})
 
 
 def bash_execution_text(msg: JsonDict) -> str:

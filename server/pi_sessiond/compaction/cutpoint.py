@@ -1,42 +1,49 @@
-"""Where compaction cuts a path, exactly as Pi 0.73.1 decides it.
+"""Where compaction cuts a path, exactly as Pi 1.6.0 decides it (``findProjectedCutPoint``).
 
-All functions look at ``entries[start:end]`` of one root-to-leaf path.
+All functions look at ``entries[start:end]`` of one projection
+(``store/projection.py``: Pi's ``buildSessionProjection(path).entries``);
+shared/reference/pi-1.6.md item 6.
 
 Invariants:
 
-* A valid cut point is a ``message`` entry whose role is ``user``,
-  ``assistant``, ``bashExecution``, ``custom``, ``branchSummary`` or
-  ``compactionSummary``, or a ``branch_summary`` / ``custom_message`` entry.
-  A tool result is never a cut point.
-* ``find_cut_point`` walks back from the newest entry summing the estimates
-  of ``message`` entries only; once the sum reaches ``keep_recent_tokens`` it
-  cuts at the first cut point at or after that entry (or, if there is none,
-  keeps the default: the first cut point of the range). It then pulls
-  directly preceding entries that are neither messages nor compactions into
-  the kept part, so ``first_kept_entry_index`` may land on metadata.
-* A cut on a ``user`` message is never split. Otherwise the turn start is the
-  nearest ``user``/``bashExecution`` message or ``branch_summary`` /
-  ``custom_message`` entry at or before the cut, and the turn is split iff
-  one exists in the range (Pi's quirk: a cut moved onto metadata before a
-  user message reports the previous turn as the split turn).
+* A valid cut point is a non-compaction entry whose projected messages hold a
+  ``RoleKind.cut_point`` role (user, assistant, bashExecution, custom,
+  branchSummary, compactionSummary). Tool results, system messages, omitted
+  entries and empty-summary branch summaries are no cut points.
+* The budget walk goes back from the newest entry summing the estimates of
+  every projected message (custom, branch summaries and system messages
+  count; omitted entries count 0). Once the sum reaches
+  ``keep_recent_tokens`` it cuts at the first cut point at or after that
+  entry, else at the last cut point (the assistant whose tool results alone
+  exceed the budget); without reaching it, at the first cut point.
+* Recovery suffix: when the budget was exceeded and everything after the cut
+  is an omitted recovery attempt (an omitted assistant, other entries
+  invisible by nature or omitted, no compaction, no edit that replaces
+  content outside that suffix), the cut advances by one entry.
+* The back-scan pulls directly preceding entries with no projected messages
+  (metadata, edits, omitted entries) into the kept part, stopping at a
+  compaction, so the cut may land on metadata.
+* The turn is split iff the cut entry starts no turn (``RoleKind.turn_start``)
+  and a turn start exists at or before it in the range (Pi's quirk: a cut
+  moved onto metadata before a user message reports the previous turn).
+
+``find_cut_point`` is 1.6.0's raw-entry ``findCutPoint``: the same rules over
+unedited entries (each entry's ``entry_messages``), without the recovery advance.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.kinds import CUT_POINT_ROLES
+from pi_sessiond.store.kinds import CUT_POINT_ROLES, entry_messages, role_kind
+from pi_sessiond.store.projection import ProjectedEntry
 
-CUT_ROLES = CUT_POINT_ROLES  # the entry-kind table's; 0.73.1 and 1.6.0 agree on roles
-# 0.73.1 rules kept until the cut moves onto the projection (issue 12 item 3: then
-# cut points and turn starts are ``RoleKind.cut_point`` / ``turn_start`` of the
-# projected messages, and these two sets go away).
-_USER_LIKE_ENTRIES = frozenset({"branch_summary", "custom_message"})
-_TURN_START_ROLES = frozenset({"user", "bashExecution"})
+CUT_ROLES = CUT_POINT_ROLES  # the entry-kind table's
 
 
 @attrs.frozen
@@ -48,69 +55,115 @@ class CutPoint:
     is_split_turn: bool
 
 
-def is_cut_point(entry: Entry) -> bool:
-    """Whether the kept part may start at ``entry``."""
-    if entry.type == "message":
-        return entry.role in CUT_ROLES
-    return entry.type in _USER_LIKE_ENTRIES
+def is_cut_point(projected: ProjectedEntry) -> bool:
+    """Whether the kept part may start at ``projected``."""
+    if projected.entry.type == "compaction":
+        return False
+    return any(role_kind(m.get("role")).cut_point for m in projected.messages)
 
 
-def find_valid_cut_points(entries: Sequence[Entry], start: int, end: int) -> list[int]:
+def starts_turn(projected: ProjectedEntry) -> bool:
+    """Whether ``projected`` starts a turn (a user-like projected message, no compaction)."""
+    if projected.entry.type == "compaction":
+        return False
+    return any(role_kind(m.get("role")).turn_start for m in projected.messages)
+
+
+def find_valid_cut_points(entries: Sequence[ProjectedEntry], start: int, end: int) -> list[int]:
     """Indices in ``[start, end)`` where a cut is allowed, ascending."""
     return [i for i in range(start, end) if is_cut_point(entries[i])]
 
 
-def _starts_turn(entry: Entry) -> bool:
-    if entry.type in _USER_LIKE_ENTRIES:
-        return True
-    return entry.type == "message" and entry.role in _TURN_START_ROLES
-
-
-def find_turn_start_index(entries: Sequence[Entry], index: int, start: int) -> int:
+def find_turn_start_index(entries: Sequence[ProjectedEntry], index: int, start: int) -> int:
     """The nearest turn start at or before ``index`` (not before ``start``), else -1."""
     for i in range(index, start - 1, -1):
-        if _starts_turn(entries[i]):
+        if starts_turn(entries[i]):
             return i
     return -1
 
 
-def _first_cut_point_from(entries: Sequence[Entry], begin: int, end: int) -> int | None:
+def _first_cut_point_from(entries: Sequence[ProjectedEntry], begin: int, end: int) -> int | None:
     for i in range(begin, end):
         if is_cut_point(entries[i]):
             return i
     return None
 
 
-def _budget_cut(entries: Sequence[Entry], start: int, end: int, keep: int, default: int) -> int:
-    """Walk back summing message estimates; cut at the first cut point at/after the crossing."""
+def _last_cut_point(entries: Sequence[ProjectedEntry], start: int, end: int) -> int:
+    for i in range(end - 1, start - 1, -1):
+        if is_cut_point(entries[i]):
+            return i
+    return start  # unreachable: the caller found a first cut point
+
+
+def _budget_cut(entries: Sequence[ProjectedEntry], start: int, end: int, keep: int) -> int | None:
+    """The cut where the newest messages reach ``keep`` tokens, or ``None`` when they never do."""
     accumulated = 0
     for i in range(end - 1, start - 1, -1):
-        entry = entries[i]
-        if entry.type != "message":
+        tokens = sum(estimate_tokens(m) for m in entries[i].messages)
+        if tokens == 0:
             continue
-        message = entry.message
-        accumulated += estimate_tokens(message) if message is not None else 0
+        accumulated += tokens
         if accumulated >= keep:
             found = _first_cut_point_from(entries, i, end)
-            return default if found is None else found
-    return default
+            return _last_cut_point(entries, start, end) if found is None else found
+    return None
 
 
-def _pull_preceding_metadata(entries: Sequence[Entry], cut: int, start: int) -> int:
-    while cut > start and entries[cut - 1].type not in ("compaction", "message"):
+def _visible_by_nature(projected: ProjectedEntry) -> bool:
+    return projected.entry.type != "context_edit" and bool(entry_messages(projected.entry))
+
+
+def _omitted(projected: ProjectedEntry) -> bool:
+    return not projected.messages and _visible_by_nature(projected)
+
+
+def _replaces_outside(projected: ProjectedEntry, omitted_ids: set[str]) -> bool:
+    data = projected.entry.data
+    if projected.entry.type != "context_edit":
+        return False
+    replacement: Any = data.get("replacement", ...)  # a missing key is `undefined !== null` in Pi
+    return replacement is not None and data.get("targetId") not in omitted_ids
+
+
+def is_recovery_suffix(suffix: Sequence[ProjectedEntry]) -> bool:
+    """Whether the entries after an over-budget cut are only an omitted recovery attempt."""
+    omitted_ids = {p.entry.id for p in suffix if _omitted(p)}
+    if any(_replaces_outside(p, omitted_ids) for p in suffix):
+        return False
+    if not any(p.entry.type == "message" and p.entry.role == "assistant" and _omitted(p) for p in suffix):
+        return False
+    return all(p.entry.type != "compaction" and (not _visible_by_nature(p) or _omitted(p)) for p in suffix)
+
+
+def _pull_preceding_metadata(entries: Sequence[ProjectedEntry], cut: int, start: int) -> int:
+    while cut > start:
+        previous = entries[cut - 1]
+        if previous.entry.type == "compaction" or previous.messages:
+            break
         cut -= 1
     return cut
 
 
-def find_cut_point(entries: Sequence[Entry], start: int, end: int, keep_recent_tokens: int) -> CutPoint:
-    """Pi's ``findCutPoint``: keep roughly ``keep_recent_tokens`` of the newest messages."""
+def find_projected_cut_point(
+    entries: Sequence[ProjectedEntry], start: int, end: int, keep_recent_tokens: int, *, recovery: bool = True
+) -> CutPoint:
+    """Pi 1.6.0's ``findProjectedCutPoint``: keep roughly ``keep_recent_tokens`` of the newest messages."""
     first = _first_cut_point_from(entries, start, end)
     if first is None:
         return CutPoint(start, -1, False)
-    cut = _budget_cut(entries, start, end, keep_recent_tokens, first)
+    budget_cut = _budget_cut(entries, start, end, keep_recent_tokens)
+    cut = first if budget_cut is None else budget_cut
+    if recovery and budget_cut is not None and is_recovery_suffix(entries[cut + 1 : end]):
+        cut += 1
     cut = _pull_preceding_metadata(entries, cut, start)
-    cut_entry = entries[cut]
-    if cut_entry.type == "message" and cut_entry.role == "user":
+    if starts_turn(entries[cut]):
         return CutPoint(cut, -1, False)
     turn_start = find_turn_start_index(entries, cut, start)
     return CutPoint(cut, turn_start, turn_start != -1)
+
+
+def find_cut_point(entries: Sequence[Entry], start: int, end: int, keep_recent_tokens: int) -> CutPoint:
+    """Pi 1.6.0's exported raw-entry ``findCutPoint`` (each entry unedited, no recovery advance)."""
+    raw = [ProjectedEntry(e, entry_messages(e)) for e in entries]
+    return find_projected_cut_point(raw, start, end, keep_recent_tokens, recovery=False)

@@ -2,9 +2,12 @@
 
 Invariants:
 
-* Only ``toolCall`` blocks of ``assistant`` messages count, and only when
+* ``toolCall`` blocks of ``assistant`` messages count, and so do the calls a
+  codemode script made, recorded on its tool result's ``nestedCalls.calls``
+  (Pi 1.6.0, shared/reference/pi-1.6.md item 11); each only when
   ``arguments.path`` is a non-empty string: ``read`` -> read, ``write`` ->
-  written, ``edit`` -> edited. Other tools and argument keys are ignored.
+  written, ``edit`` -> edited. Other tools and argument keys are ignored (a
+  nested call with only ``argumentsBytes`` has no path).
 * Details of an earlier summary entry are folded in only when the entry is
   not ``fromHook`` and has truthy ``details``: ``readFiles`` -> read,
   ``modifiedFiles`` -> edited.
@@ -25,7 +28,6 @@ import attrs
 from pi_sessiond.compaction.text import js_sorted, js_truthy
 
 JsonDict = dict[str, Any]
-
 
 
 @attrs.frozen
@@ -55,23 +57,36 @@ class FileOpsCollector:
 
     def add_message(self, message: JsonDict | None) -> None:
         """Pi's ``extractFileOpsFromMessage``."""
-        if message is None or message.get("role") != "assistant":
-            return
-        content = message.get("content")
-        if not isinstance(content, list):
-            return
+        if message is not None:
+            self.add_messages((message,))
+
+    def add_messages(self, messages: Iterable[JsonDict]) -> None:
+        """``extractFileOpsFromMessage`` of each message (hot: every message of the range, so kept flat)."""
         targets = {"read": self.read, "write": self.written, "edit": self.edited}
-        for block in content:
-            # Hot loop (every assistant message of the range): keep it flat.
-            if type(block) is not dict or block.get("type") != "toolCall":
+        for message in messages:
+            role = message.get("role")
+            if role == "assistant":
+                blocks = message.get("content")
+                wanted: str | None = "toolCall"
+            elif role == "toolResult":
+                nested = message.get("nestedCalls")
+                if nested is None:
+                    continue
+                blocks = nested.get("calls") if type(nested) is dict else None
+                wanted = None
+            else:
                 continue
-            args = block.get("arguments")
-            path = args.get("path") if type(args) is dict else None
-            if type(path) is not str or not path:
+            if type(blocks) is not list:
                 continue
-            target = targets.get(block.get("name"))  # type: ignore[arg-type]
-            if target is not None:
-                target.add(path)
+            for block in blocks:
+                if type(block) is not dict or (wanted is not None and block.get("type") != wanted):
+                    continue
+                args = block.get("arguments")
+                path = args.get("path") if type(args) is dict else None
+                if type(path) is str and path:
+                    target = targets.get(block.get("name"))  # type: ignore[arg-type]
+                    if target is not None:
+                        target.add(path)
 
     def add_details(self, entry_data: JsonDict) -> None:
         """Fold in a summary entry's ``details`` unless it came from a hook."""

@@ -1,35 +1,38 @@
-"""Compaction preparation: what to summarize, what to keep (Pi 0.73.1).
+"""Compaction preparation: what to summarize, what to keep (Pi 1.6.0's ``prepareCompaction``).
 
-``prepare_compaction(path, settings)`` takes one root-to-leaf path.
+``prepare_compaction(path, settings)`` takes one root-to-leaf path and works on
+its projection (``store/projection.py``, Pi's ``buildSessionProjection(path)``);
+shared/reference/pi-1.6.md items 5, 6, 7 and 11.
 
 Invariants:
 
-* ``None`` exactly where Pi 0.73.1 returns ``undefined``: the newest entry is
-  a ``compaction``, or the path is empty (no first kept entry), or the first
-  kept entry has no id.
-* The range is ``[boundary_start, len(path))`` where ``boundary_start`` is
-  the index of the latest compaction's ``firstKeptEntryId`` on the path,
-  falling back to the entry after that compaction, or 0 without one. So a
-  repeated compaction re-summarizes what the previous one kept (upstream
-  #2608 fixed); compaction entries inside the range contribute no message.
-* ``messages_to_summarize`` = messages of ``[boundary_start, history_end)``,
-  ``turn_prefix_messages`` = messages of ``[turn_start, first_kept)`` for a
-  split turn; together with the kept entries they cover the range exactly
-  once. Tool results are included.
-* ``tokens_before`` = ``estimate_context_tokens`` of the context rebuilt from
-  the whole path (what the model really saw).
-* An empty preparation is still returned, with ``nothing_to_compact`` set.
+* ``None`` exactly where Pi 1.6.0 returns ``undefined``: the newest entry is
+  a ``compaction``; the range has no first kept entry (or it has no id); or
+  there is nothing to summarize (both message lists empty). Callers refuse
+  with Pi's reason (``pipeline/compaction.py`` ``refusal``).
+* The range is ``projection.entries[boundary_start:]``: the entries after the
+  projected previous compaction (its kept range onwards, without the kept
+  range's system messages; for a retain-none compaction, what follows it),
+  else the whole projection. All indices of a preparation index
+  ``preparation.projection.entries``.
+* ``messages_to_summarize`` = projected (edited) messages of
+  ``[boundary_start, history_end)``, ``turn_prefix_messages`` = those of
+  ``[turn_start, first_kept)`` for a split turn; compaction entries and
+  ``role: "system"`` messages are left out (the checkpoint carries the
+  system state). Tool results are included.
+* ``file_ops`` come from those messages (tool calls and codemode nested
+  calls) and the previous compaction's ``details`` unless ``fromHook``.
+* ``tokens_before`` = ``estimate_projected_context_tokens`` of the path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
 
-from pi_sessiond.compaction.convert import entry_message
-from pi_sessiond.compaction.cutpoint import CutPoint, find_cut_point
+from pi_sessiond.compaction.cutpoint import CutPoint, find_projected_cut_point
 from pi_sessiond.compaction.fileops import (
     FileLists,
     FileOperations,
@@ -39,17 +42,17 @@ from pi_sessiond.compaction.fileops import (
 from pi_sessiond.compaction.tokens import (
     DEFAULT_COMPACTION_SETTINGS,
     CompactionSettings,
-    estimate_context_tokens,
+    estimate_projected_context_tokens,
 )
-from pi_sessiond.store.context import build_session_context
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.projection import ProjectedEntry, Projection, project_path
 
 JsonDict = dict[str, Any]
 
 
 @attrs.frozen
 class CompactionPreparation:
-    """Pi's ``CompactionPreparation`` plus the indices it was derived from."""
+    """Pi's ``CompactionPreparation`` plus the projection indices it was derived from."""
 
     first_kept_entry_id: str
     first_kept_entry_index: int
@@ -62,10 +65,11 @@ class CompactionPreparation:
     previous_summary: str | None
     file_ops: FileOperations
     settings: CompactionSettings
+    projection: Projection = attrs.field(eq=False, repr=False, factory=lambda: Projection([]))
 
     @property
     def nothing_to_compact(self) -> bool:
-        """True when neither the history nor a turn prefix has a message to summarize."""
+        """Always ``False`` for a preparation (Pi 1.6.0 returns none when nothing is to summarize)."""
         return not self.messages_to_summarize and not self.turn_prefix_messages
 
     @property
@@ -74,29 +78,24 @@ class CompactionPreparation:
         return compute_file_lists(self.file_ops)
 
 
-def last_compaction_index(path: Sequence[Entry]) -> int:
-    """Index of the newest ``compaction`` on the path, or -1."""
-    for i in range(len(path) - 1, -1, -1):
-        if path[i].type == "compaction":
+def previous_compaction_index(entries: Sequence[ProjectedEntry]) -> int:
+    """Index of the projected previous compaction (the first compaction with messages), or -1."""
+    for i, projected in enumerate(entries):
+        if projected.entry.type == "compaction" and projected.messages:
             return i
     return -1
 
 
-def compaction_range_start(path: Sequence[Entry], prev_compaction: int) -> int:
-    """0.73.1's ``boundaryStart``: the previous compaction's first kept entry, if on the path."""
-    if prev_compaction < 0:
-        return 0
-    first_kept = path[prev_compaction].data.get("firstKeptEntryId")
-    if isinstance(first_kept, str):
-        for i, entry in enumerate(path):
-            if entry.id == first_kept:
-                return i
-    return prev_compaction + 1
-
-
-def _messages(path: Sequence[Entry], start: int, end: int) -> tuple[JsonDict, ...]:
-    found = (entry_message(path[i], include_compaction=False) for i in range(start, end))
-    return tuple(m for m in found if m is not None)
+def summarized_messages(entries: Iterable[ProjectedEntry]) -> tuple[JsonDict, ...]:
+    """Pi's ``getMessagesFromProjectedEntryForCompaction`` over ``entries``, flattened."""
+    out: list[JsonDict] = []
+    for projected in entries:
+        if projected.entry.type == "compaction":
+            continue
+        for message in projected.messages:
+            if message.get("role") != "system":
+                out.append(message)
+    return tuple(out)
 
 
 def _entry_id(entry: Entry | None) -> str | None:
@@ -106,47 +105,46 @@ def _entry_id(entry: Entry | None) -> str | None:
     return raw if isinstance(raw, str) and raw else None
 
 
-def _file_ops(path: Sequence[Entry], prev_compaction: int, *groups: Sequence[JsonDict]) -> FileOperations:
+def _file_ops(previous: Entry | None, *groups: Sequence[JsonDict]) -> FileOperations:
     collector = FileOpsCollector()
-    if prev_compaction >= 0:
-        collector.add_details(path[prev_compaction].data)
+    if previous is not None:
+        collector.add_details(previous.data)
     for group in groups:
-        for message in group:
-            collector.add_message(message)
+        collector.add_messages(group)
     return collector.freeze()
 
 
-def _previous_summary(path: Sequence[Entry], prev_compaction: int) -> str | None:
-    if prev_compaction < 0:
-        return None
-    summary = path[prev_compaction].data.get("summary")
+def _previous_summary(previous: Entry | None) -> str | None:
+    summary = previous.data.get("summary") if previous is not None else None
     return summary if isinstance(summary, str) else None
 
 
 def prepare_compaction(
     path: Sequence[Entry],
     settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
-    context_messages: Sequence[JsonDict] | None = None,
+    projection: Projection | None = None,
 ) -> CompactionPreparation | None:
-    """Pi 0.73.1's ``prepareCompaction`` over a root-to-leaf path.
+    """Pi 1.6.0's ``prepareCompaction`` over a root-to-leaf path.
 
-    ``context_messages``, when given, must be the context of ``path``'s leaf
-    (e.g. the session's incrementally kept one); it saves rebuilding the whole
-    context just to compute ``tokens_before``.
+    ``projection``, when given, must be the projection of ``path``'s leaf (e.g.
+    the session's incrementally kept one); it saves rebuilding it.
     """
     if path and path[-1].type == "compaction":
         return None
-    prev = last_compaction_index(path)
-    start = compaction_range_start(path, prev)
-    if context_messages is None:
-        context_messages = build_session_context(path).messages
-    tokens_before = estimate_context_tokens(context_messages).tokens
-    cut = find_cut_point(path, start, len(path), settings.keep_recent_tokens)
+    if projection is None:
+        projection = project_path(path)
+    entries = projection.entries
+    prev = previous_compaction_index(entries)
+    previous = entries[prev].entry if prev >= 0 else None
+    start = prev + 1
+    cut = find_projected_cut_point(entries, start, len(entries), settings.keep_recent_tokens)
     index = cut.first_kept_entry_index
-    first_kept_id = _entry_id(path[index] if index < len(path) else None)
+    first_kept_id = _entry_id(entries[index].entry if index < len(entries) else None)
     if first_kept_id is None:
         return None
-    history, prefix = _split(path, start, cut)
+    history, prefix = _split(entries, start, cut)
+    if not history and not prefix:
+        return None
     return CompactionPreparation(
         first_kept_entry_id=first_kept_id,
         first_kept_entry_index=index,
@@ -155,16 +153,20 @@ def prepare_compaction(
         is_split_turn=cut.is_split_turn,
         messages_to_summarize=history,
         turn_prefix_messages=prefix,
-        tokens_before=tokens_before,
-        previous_summary=_previous_summary(path, prev),
-        file_ops=_file_ops(path, prev, history, prefix),
+        tokens_before=estimate_projected_context_tokens(projection, path).tokens,
+        previous_summary=_previous_summary(previous),
+        file_ops=_file_ops(previous, history, prefix),
         settings=settings,
+        projection=projection,
     )
 
 
-def _split(path: Sequence[Entry], start: int, cut: CutPoint) -> tuple[tuple[JsonDict, ...], tuple[JsonDict, ...]]:
+def _split(
+    entries: Sequence[ProjectedEntry], start: int, cut: CutPoint
+) -> tuple[tuple[JsonDict, ...], tuple[JsonDict, ...]]:
     """(messages to summarize, turn-prefix messages) for a cut."""
     kept = cut.first_kept_entry_index
     if not cut.is_split_turn:
-        return _messages(path, start, kept), ()
-    return _messages(path, start, cut.turn_start_index), _messages(path, cut.turn_start_index, kept)
+        return summarized_messages(entries[start:kept]), ()
+    turn = cut.turn_start_index
+    return summarized_messages(entries[start:turn]), summarized_messages(entries[turn:kept])

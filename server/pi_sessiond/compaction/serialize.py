@@ -3,23 +3,22 @@
 Input is the output of ``convert_to_llm`` (roles ``user``, ``assistant``,
 ``toolResult``; anything else is ignored).
 
-Invariants (Pi 0.73.1's ``serializeConversation``):
+Invariants (Pi 1.6.0's ``serializeConversation``, shared/reference/pi-1.6.md item 8):
 
 * One part per non-empty piece, parts joined by a blank line: ``[User]: ``,
-  then per assistant ``[Assistant thinking]: `` (thinking joined by newlines),
-  ``[Assistant]: `` (texts joined by newlines), ``[Assistant tool calls]: ``
-  (calls joined by ``"; "``, each ``name(k=JSON, k=JSON)``), and
-  ``[Tool result]: `` for tool results. Block order inside an assistant
-  message does not matter; images are dropped.
+  then per assistant ``[Assistant]: `` (texts joined by newlines; present
+  when the message has at least one text block) and ``[Assistant tool
+  calls]: `` (calls joined by ``"; "``, each ``name(k=JSON, k=JSON)``), and
+  ``[Tool result]: `` for tool results. Thinking blocks are omitted. Block
+  order inside an assistant message does not matter; images are dropped.
 * Only tool-result text is truncated: above ``TOOL_RESULT_MAX_CHARS`` UTF-16
-  units it keeps the start and appends
-  ``"\\n\\n[... N more characters truncated]"`` where N is the number of units
-  left out.
+  units it keeps the start (``sliceHead``: one unit fewer when unit 2000
+  would split a surrogate pair) and appends
+  ``"\\n\\n[... N more characters truncated]"`` with N = length - 2000, as
+  Pi counts it.
 
-Deliberate differences from Pi (each has a test named after it):
+Deliberate difference from Pi (it has a test named after it):
 
-* The truncation never splits a surrogate pair; it keeps one unit fewer and
-  N counts that unit too (Pi keeps a lone high surrogate).
 * A tool call whose ``arguments`` is ``null`` or missing serializes as
   ``name()`` (Pi throws a ``TypeError`` and the whole compaction fails).
 """
@@ -45,13 +44,16 @@ TOOL_RESULT_MAX_CHARS = 2000
 
 
 def truncate_for_summary(text: str, max_chars: int = TOOL_RESULT_MAX_CHARS) -> str:
-    """Keep the first ``max_chars`` UTF-16 units (never half a pair) plus Pi's marker."""
+    """Keep the first ``max_chars`` UTF-16 units (never half a pair) plus Pi's marker.
+
+    The marker counts ``length - max_chars`` as Pi 1.6.0 does, even when one
+    unit fewer was kept to keep a surrogate pair whole.
+    """
     length = utf16_len(text)
     if length <= max_chars:
         return text
     kept = utf16_prefix(text, max_chars)
-    omitted = length - utf16_len(kept)
-    return f"{kept}\n\n[... {omitted} more characters truncated]"
+    return f"{kept}\n\n[... {length - max_chars} more characters truncated]"
 
 
 def _js_join(values: Sequence[Any], separator: str) -> str:
@@ -89,7 +91,6 @@ def format_tool_call(block: JsonDict) -> str:
 
 def _assistant_parts(content: Any) -> list[str]:
     texts: list[Any] = []
-    thinking: list[Any] = []
     calls: list[str] = []
     for block in content if isinstance(content, list) else ():
         if not isinstance(block, dict):
@@ -97,13 +98,9 @@ def _assistant_parts(content: Any) -> list[str]:
         kind = block.get("type")
         if kind == "text":
             texts.append(block.get("text", UNDEFINED))
-        elif kind == "thinking":
-            thinking.append(block.get("thinking", UNDEFINED))
         elif kind == "toolCall":
             calls.append(format_tool_call(block))
     parts = []
-    if thinking:
-        parts.append("[Assistant thinking]: " + _js_join(thinking, "\n"))
     if texts:
         parts.append("[Assistant]: " + _js_join(texts, "\n"))
     if calls:
@@ -126,7 +123,7 @@ def serialize_message(message: JsonDict) -> list[str]:
 
 
 def serialize_conversation(messages: Sequence[JsonDict]) -> str:
-    """Pi's ``serializeConversation`` (with the two deliberate fixes above)."""
+    """Pi 1.6.0's ``serializeConversation`` (with the deliberate fix above)."""
     parts: list[str] = []
     for message in messages:
         parts.extend(serialize_message(message))

@@ -1,17 +1,22 @@
-"""Token accounting exactly as Pi 0.73.1 does it.
+"""Token accounting exactly as Pi 1.6.0 does it (shared/reference/pi-1.6.md items 5, 7).
 
 Invariants:
 
 * ``estimate_tokens(m) == ceil(chars / 4)`` where chars are UTF-16 code units
-  counted per role as Pi 0.73.1 counts them (user images count 0; custom and
-  tool-result images count 4800 chars; tool calls count ``name`` plus
-  ``JSON.stringify(arguments)``; summaries count the bare summary).
+  counted per role (every image block counts 4800 chars, user images too;
+  tool calls count ``name`` plus ``JSON.stringify(arguments)``; summaries
+  count the bare summary; a system message counts its content, its non-empty
+  ``sections`` values and ``JSON.stringify(toolsAdded)``, not ``toolsRemoved``).
 * A message has valid usage iff it is an assistant with a truthy ``usage``
-  whose ``stopReason`` is neither ``aborted`` nor ``error`` (0.73.1 still
-  accepts an all-zero usage).
+  whose ``stopReason`` is neither ``aborted`` nor ``error`` and whose
+  ``calculateContextTokens`` is above 0 (an all-zero usage is skipped).
 * ``estimate_context_tokens`` = usage of the last valid message plus the
   estimates of the messages after it, or the sum of all estimates when no
   message has valid usage.
+* ``estimate_projected_context_tokens`` trusts that usage only when its entry
+  lies on the branch after the branch's newest ``context_edit`` or
+  ``compaction``; otherwise it is the pure estimate of the replayed current
+  system message plus every non-system projected message.
 * ``should_compact`` is strict: ``tokens > window - reserve``.
 
 Malformed messages never raise: a field of the wrong type counts as empty.
@@ -28,6 +33,8 @@ from pi_protocol.settings import CompactionSettings as CompactionSettings
 from pi_sessiond.compaction.text import js_stringify, js_truthy, utf16_len
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.kinds import TokenRule, role_kind
+from pi_sessiond.store.projection import Projection
+from pi_sessiond.store.system import current_system_message
 
 JsonDict = dict[str, Any]
 
@@ -94,15 +101,25 @@ def _assistant_chars(content: Any) -> int:
     return chars
 
 
-# One counter per ``RoleKind.tokens`` rule of the entry-kind table (0.73.1's counts:
-# user images and system messages count 0 until issue 12 item 3 moves them to 1.6.0's).
+def _system_chars(message: JsonDict) -> int:
+    chars = _block_chars(message.get("content"), images=True)
+    sections = message.get("sections")
+    if isinstance(sections, dict):
+        chars += sum(_chars(v) for v in sections.values() if js_truthy(v))
+    tools = message.get("toolsAdded")
+    if js_truthy(tools):
+        chars += utf16_len(js_stringify(tools))
+    return chars
+
+
+# One counter per ``RoleKind.tokens`` rule of the entry-kind table (1.6.0's counts).
 _CHAR_RULES: dict[TokenRule, Callable[[JsonDict], int]] = {
-    "user": lambda m: _block_chars(m.get("content"), images=False),
+    "user": lambda m: _block_chars(m.get("content"), images=True),
     "assistant": lambda m: _assistant_chars(m.get("content")),
     "blocks": lambda m: _block_chars(m.get("content"), images=True),
     "bash": lambda m: _chars(m.get("command")) + _chars(m.get("output")),
     "summary": lambda m: _chars(m.get("summary")),
-    "system": lambda m: 0,
+    "system": _system_chars,
     "none": lambda m: 0,
 }
 
@@ -126,14 +143,28 @@ def calculate_context_tokens(usage: JsonDict) -> int:
     return sum(_number(usage.get(part)) for part in _USAGE_PARTS)
 
 
+def _usage_counts(usage: JsonDict) -> bool:
+    """``calculateContextTokens(usage) > 0`` in JavaScript (a missing part makes the sum NaN)."""
+    total = usage.get("totalTokens")
+    if js_truthy(total) and isinstance(total, int | float) and not isinstance(total, bool):
+        return total > 0
+    parts: list[int | float] = []
+    for name in _USAGE_PARTS:
+        part = usage.get(name)
+        if isinstance(part, bool) or not isinstance(part, int | float):
+            return False
+        parts.append(part)
+    return sum(parts) > 0
+
+
 def assistant_usage(message: JsonDict | None) -> JsonDict | None:
-    """The usage of a message with valid usage (0.73.1 rule), else ``None``."""
+    """The usage of a message with valid usage (1.6.0 rule: all-zero usage skipped), else ``None``."""
     if message is None or message.get("role") != "assistant":
         return None
     if message.get("stopReason") in ("aborted", "error"):
         return None
     usage = message.get("usage")
-    return usage if isinstance(usage, dict) else None
+    return usage if isinstance(usage, dict) and _usage_counts(usage) else None
 
 
 def get_last_assistant_usage(entries: Sequence[Entry]) -> JsonDict | None:
@@ -164,6 +195,49 @@ def estimate_context_tokens(messages: Sequence[JsonDict]) -> ContextTokenEstimat
     usage_tokens = calculate_context_tokens(usage)
     trailing = sum(estimate_tokens(m) for m in messages[index + 1 :])
     return ContextTokenEstimate(usage_tokens + trailing, usage_tokens, trailing, index)
+
+
+def _usage_entry_id(projection: Projection, message_index: int, total: int) -> str | None:
+    """The id of the projected entry whose messages hold ``message_index`` (of ``total``).
+
+    Walks back from the leaf: the usage is nearly always among the newest messages.
+    """
+    end = total
+    for projected in reversed(projection.entries):
+        end -= len(projected.messages)
+        if end <= message_index:
+            return projected.entry.id if projected.messages else None
+    return None
+
+
+def _usage_trusted(projection: Projection, branch: Sequence[Entry], message_index: int, total: int) -> bool:
+    """Whether the usage's entry lies on ``branch`` after its newest edit or compaction.
+
+    Scans back from the leaf and stops at that entry (ids are unique on a path).
+    """
+    usage_id = _usage_entry_id(projection, message_index, total)
+    if usage_id is None:
+        return False
+    for i in range(len(branch) - 1, -1, -1):
+        entry = branch[i]
+        if entry.id == usage_id:
+            return True
+        if entry.type in ("context_edit", "compaction"):
+            return False
+    return False
+
+
+def estimate_projected_context_tokens(projection: Projection, branch: Sequence[Entry]) -> ContextTokenEstimate:
+    """Pi 1.6.0's ``estimateProjectedContextTokens`` (see the module docstring)."""
+    messages = projection.messages
+    estimate = estimate_context_tokens(messages)
+    index = estimate.last_usage_index
+    if index is not None and _usage_trusted(projection, branch, index, len(messages)):
+        return estimate
+    system = current_system_message(messages)
+    tokens = estimate_tokens(system) if system is not None else 0
+    tokens += sum(estimate_tokens(m) for m in messages if m.get("role") != "system")
+    return ContextTokenEstimate(tokens, 0, tokens, None)
 
 
 def should_compact(context_tokens: int, context_window: int, settings: CompactionSettings) -> bool:

@@ -69,19 +69,19 @@ class CompactResult:
 def prepare_or_refuse(session: Session, settings: CompactionSettings) -> CompactionPreparation:
     """The preparation of the leaf's path, or :class:`NothingToCompact`."""
     path = session.path_to()
-    return _refuse_or(path, prepare_compaction(path, settings, session.context().messages))
+    return _refuse_or(path, prepare_compaction(path, settings, session.projection()))
 
 
 async def prepare_off_loop(session: Session, settings: CompactionSettings) -> CompactionPreparation:
     """:func:`prepare_or_refuse` with the pure, CPU-bound part in a worker thread.
 
-    The path and the context are snapshots taken on the event loop (appends only
+    The path and the projection are snapshots taken on the event loop (appends only
     add entries, never change these), so the preparation can run beside other
     requests instead of blocking them (a 100k-entry path takes ~0.1 s).
     """
     path = session.path_to()
-    context = session.context().messages
-    prep = await asyncio.to_thread(prepare_compaction, path, settings, context)
+    projection = session.projection()
+    prep = await asyncio.to_thread(prepare_compaction, path, settings, projection)
     return _refuse_or(path, prep)
 
 
@@ -93,8 +93,6 @@ def refusal(path: list[Entry]) -> str:
 def _refuse_or(path: list[Entry], prep: CompactionPreparation | None) -> CompactionPreparation:
     if prep is None:
         raise NothingToCompact(refusal(path))
-    if prep.nothing_to_compact:
-        raise NothingToCompact("Nothing to compact: every message fits in keepRecentTokens")
     return prep
 
 

@@ -88,12 +88,12 @@ async def overflow(core: Core, opened: OpenSession, params: ReportOverflowParams
 def preview(core: Core, opened: OpenSession, instructions: str | None) -> CompactionPreview:
     """``compact --dry-run``: the preparation of the leaf as ``pi/beforeCompact`` shows it (without settings).
 
-    It exists whenever Pi would return a preparation, even one with nothing to
-    summarize (flagged ``nothingToCompact``); :class:`NothingToCompact` where Pi returns none.
+    It exists exactly where Pi 1.6.0 returns a preparation; :class:`NothingToCompact`
+    (with Pi's reason) where Pi returns none, which includes nothing to summarize.
     """
     session = opened.session
     path = session.path_to()
-    prep = prepare_compaction(path, core.settings_for(opened).compaction, session.context().messages)
+    prep = prepare_compaction(path, core.settings_for(opened).compaction, session.projection())
     if prep is None:
         raise NothingToCompact(refusal(path))
     return preview_of(prep, instructions)

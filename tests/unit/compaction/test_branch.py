@@ -169,3 +169,21 @@ def test_file_ops_from_branch_summary_details_and_visited_messages_only() -> Non
         written=frozenset({"new.ts"}),
         edited=frozenset({"bs-m", "overflow.ts"}),
     )
+
+
+def test_prepare_honours_the_latest_edit_per_target_and_counts_system_messages() -> None:
+    b = PathBuilder()
+    b.msg({"role": "system", "content": chars(400), "timestamp": 1})  # 0: 100 tokens, kept
+    b.user(chars(4000))  # 1: omitted
+    b.assistant("a", calls=[("read", {"path": "r.ts"})])  # 2: replaced, so its call is gone
+    b.custom_message("note")  # 3: replaced
+    b.add("context_edit", targetId="e0001", replacement={"content": "first"})
+    b.add("context_edit", targetId="e0001", replacement=None)  # the latest wins
+    b.add("context_edit", targetId="e0002", replacement={"content": "edited"})
+    b.add("context_edit", targetId="e0003", replacement={"content": "NOTE"})
+    prep = prepare_branch_entries(b.entries)
+    assert [m["role"] for m in prep.messages] == ["system", "assistant", "custom"]
+    assert prep.messages[1]["content"] == [{"type": "text", "text": "edited"}]
+    assert prep.messages[2]["content"] == "NOTE"
+    assert prep.total_tokens == 100 + 2 + 1
+    assert prep.file_ops == FileOperations()

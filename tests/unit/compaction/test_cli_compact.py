@@ -83,13 +83,11 @@ def test_instructions_and_previous_summary(tmp_path: Path, capsys: pytest.Captur
     assert doc["prompt"].endswith(UPDATE_SUMMARIZATION_PROMPT + "\n\nAdditional focus: tests")
 
 
-def test_empty_preparation_exits_zero_flagged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, conversation())
-    code, doc, _ = run_json(capsys, str(path))
-    assert code == 0
-    assert doc["nothingToCompact"] is True
-    assert doc["messagesToSummarize"] == [] and doc["serialized"] == ""
-    assert doc["prompt"].startswith("<conversation>\n\n</conversation>\n\n")
+def test_nothing_to_summarize_exits_one_with_pi_s_refusal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, conversation())  # everything fits in keepRecentTokens: Pi 1.6.0 returns no preparation
+    code, doc, err = run_json(capsys, str(path))
+    assert code == 1 and doc is None
+    assert "Nothing to compact (session too small)" in err
 
 
 def test_split_turn_without_history_has_no_history_prompt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

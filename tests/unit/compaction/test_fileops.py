@@ -37,9 +37,23 @@ def test_only_assistant_messages_count() -> None:
     fake = user_msg("x")
     fake["content"] = [{"type": "toolCall", "name": "read", "arguments": {"path": "u.ts"}}]
     ops.add_message(fake)
-    ops.add_message(tool_result_msg("x", "read"))
+    ops.add_message(tool_result_msg("x", "read"))  # a tool result's own name is no file op
     ops.add_message(None)
     assert ops.freeze() == FileOperations()
+
+
+def test_codemode_nested_calls_on_tool_results_count() -> None:
+    ops = FileOpsCollector()
+    result = tool_result_msg("script ran", "codemode")
+    result["nestedCalls"] = {"calls": [
+        {"id": "1", "name": "read", "arguments": {"path": "a.ts"}, "status": "ok"},
+        {"id": "2", "name": "edit", "argumentsBytes": 90000, "status": "ok"},  # arguments dropped: no path
+        {"id": "3", "name": "write", "arguments": {"path": ""}, "status": "ok"},
+        {"id": "4", "name": "bash", "arguments": {"path": "b.ts"}, "status": "ok"},
+    ]}
+    ops.add_message(result)
+    ops.add_message({**tool_result_msg("x"), "nestedCalls": {"calls": "not a list"}})
+    assert ops.freeze() == FileOperations(read=frozenset({"a.ts"}))
 
 
 def test_details_fold_in_unless_from_hook() -> None:

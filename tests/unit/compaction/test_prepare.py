@@ -1,13 +1,12 @@
-"""prepare_compaction (reference §5.4 with 0.73.1's range rule, §13.2 items 3–5)."""
+"""prepare_compaction as Pi 1.6.0 (shared/reference/pi-1.6.md items 5–7); indices index the projection."""
 
 from __future__ import annotations
 
 from tests.unit.compaction.builders import PathBuilder, chars, usage
 
 from pi_sessiond.compaction.fileops import FileOperations
-from pi_sessiond.compaction.prepare import compaction_range_start, prepare_compaction
-from pi_sessiond.compaction.tokens import CompactionSettings, estimate_context_tokens
-from pi_sessiond.store.context import build_session_context
+from pi_sessiond.compaction.prepare import prepare_compaction
+from pi_sessiond.compaction.tokens import CompactionSettings
 from pi_sessiond.store.entry import Entry
 
 K = 4000  # chars of a 1000-token message
@@ -32,12 +31,15 @@ def test_none_when_newest_entry_is_a_compaction() -> None:
     assert prepare_compaction(b.entries) is None
 
 
-def test_trailing_entry_after_compaction_allows_another_preparation() -> None:
+def test_nothing_new_after_a_compaction_gives_none() -> None:
     b = PathBuilder()
     b.user()
     b.compaction("e0000")
     b.thinking()
-    assert prepare_compaction(b.entries) is not None
+    assert prepare_compaction(b.entries) is None  # only the kept user message: nothing to summarize
+    b.user(chars(K))
+    b.assistant(chars(K))
+    assert prepare_compaction(b.entries, keep(1000)) is not None
 
 
 def test_none_when_first_kept_entry_has_no_id() -> None:
@@ -79,7 +81,7 @@ def test_split_turn_gives_turn_prefix() -> None:
     assert prep.file_lists.modified_files == ("p.ts",)
 
 
-def test_tokens_before_comes_from_the_rebuilt_context() -> None:
+def test_usage_before_the_newest_compaction_is_not_trusted() -> None:
     b = PathBuilder()
     b.user(chars(K))  # 0
     b.assistant("a", use=usage(5000))  # 1
@@ -89,8 +91,21 @@ def test_tokens_before_comes_from_the_rebuilt_context() -> None:
     b.user(chars(K))  # 5
     prep = prepare_compaction(b.entries, keep(0))
     assert prep is not None
-    expected = estimate_context_tokens(build_session_context(b.entries).messages).tokens
-    assert prep.tokens_before == expected == 7000 + 1000
+    assert prep.tokens_before == 3 + 1000 + 1 + 1000  # pure estimate: summary, u2, a3, u5
+    b.assistant("c", use=usage(9000))  # 6: after the compaction, trusted
+    b.user(chars(K))
+    prep = prepare_compaction(b.entries, keep(0))
+    assert prep is not None and prep.tokens_before == 9000 + 1000
+
+
+def test_usage_before_an_edit_is_not_trusted() -> None:
+    b = PathBuilder()
+    b.user(chars(K))  # 0
+    b.assistant("a", use=usage(12_000))  # 1
+    b.add("context_edit", targetId="e0000", replacement={"content": "tiny"})  # 2
+    b.user(chars(K))  # 3
+    prep = prepare_compaction(b.entries, keep(0))
+    assert prep is not None and prep.tokens_before == 1 + 1 + 1000
 
 
 def test_tokens_before_includes_messages_kept_before_the_old_compaction() -> None:
@@ -117,22 +132,22 @@ def test_repeated_compaction_resummarizes_what_the_previous_one_kept() -> None:
     b.assistant(chars(K))  # 6
     prep = prepare_compaction(b.entries, keep(2000))
     assert prep is not None
-    assert prep.boundary_start == 2
-    assert prep.first_kept_entry_index == 5
+    assert prep.boundary_start == 1  # projection: [compaction, 2, 3, 5, 6]
+    assert prep.first_kept_entry_index == 3 and prep.first_kept_entry_id == "e0005"
     assert roles(prep.messages_to_summarize) == ["user", "assistant"]  # 2, 3; the compaction adds none
     assert prep.messages_to_summarize[0] is b.entries[2].message
     assert prep.previous_summary == "PREV"
 
 
-def test_range_falls_back_after_compaction_when_first_kept_is_not_on_path() -> None:
+def test_range_starts_after_compaction_when_first_kept_is_not_on_path() -> None:
     b = PathBuilder()
     b.user(chars(K))
     b.compaction("elsewhere")  # 1
     b.user(chars(K))  # 2
     b.assistant(chars(K))  # 3
-    assert compaction_range_start(b.entries, 1) == 2
     prep = prepare_compaction(b.entries, keep(0))
-    assert prep is not None and prep.boundary_start == 2
+    assert prep is not None and prep.boundary_start == 1  # projection: [compaction, 2, 3]
+    assert [p.entry.id for p in prep.projection.entries] == ["e0001", "e0002", "e0003"]
 
 
 def test_only_the_latest_compaction_counts() -> None:
@@ -146,39 +161,68 @@ def test_only_the_latest_compaction_counts() -> None:
     prep = prepare_compaction(b.entries, keep(1000))
     assert prep is not None
     assert prep.previous_summary == "TWO"
-    assert prep.boundary_start == 2
-    assert (prep.first_kept_entry_index, prep.turn_start_index) == (5, 4)
+    assert prep.boundary_start == 1  # projection: [3, 2, 4, 5]
+    assert (prep.first_kept_entry_index, prep.turn_start_index) == (3, 2)
     assert prep.messages_to_summarize == (b.entries[2].message,)  # the compaction at 3 adds none
     assert prep.turn_prefix_messages == (b.entries[4].message,)
 
 
-def test_everything_fits_gives_flagged_empty_preparation() -> None:
+def test_everything_fits_gives_none() -> None:
     b = PathBuilder()
     b.user("hi")
     b.assistant("hello")
-    prep = prepare_compaction(b.entries, keep(20_000))
-    assert prep is not None
-    assert prep.nothing_to_compact
-    assert prep.first_kept_entry_id == "e0000"
-    assert prep.messages_to_summarize == () and prep.turn_prefix_messages == ()
+    assert prepare_compaction(b.entries, keep(20_000)) is None
 
 
-def test_metadata_only_path_gives_flagged_empty_preparation() -> None:
+def test_metadata_only_path_gives_none() -> None:
     b = PathBuilder()
     b.model()
     b.thinking()
-    prep = prepare_compaction(b.entries)
-    assert prep is not None and prep.nothing_to_compact and prep.first_kept_entry_index == 0
+    assert prepare_compaction(b.entries) is None
 
 
-def test_large_trailing_tool_result_summarizes_nothing() -> None:
-    # §13.2 item 5.
+def test_a_leading_system_message_alone_is_not_compacted() -> None:
+    # pi-1.6.md item 5: 0.73.1 offered to summarize just [system].
+    b = PathBuilder()
+    b.msg({"role": "system", "content": chars(K), "timestamp": 1})
+    b.user(chars(K))
+    b.assistant(chars(K))
+    assert prepare_compaction(b.entries, keep(2000)) is None
+
+
+def test_system_messages_are_left_out_of_the_lists() -> None:
+    b = PathBuilder()
+    b.msg({"role": "system", "content": "prompt", "timestamp": 1})
+    b.user(chars(K))
+    b.msg({"role": "system", "content": "patch", "sections": {"s": "x"}, "timestamp": 2})
+    b.assistant(chars(K))
+    b.user(chars(K))
+    prep = prepare_compaction(b.entries, keep(1000))
+    assert prep is not None and roles(prep.messages_to_summarize) == ["user", "assistant"]
+
+
+def test_edited_messages_are_summarized_as_edited() -> None:
+    b = PathBuilder()
+    b.user(chars(K))  # 0
+    b.assistant(chars(K))  # 1: omitted
+    b.add("context_edit", targetId="e0000", replacement={"content": "short"})  # 2
+    b.add("context_edit", targetId="e0001", replacement=None)  # 3
+    b.user(chars(K))  # 4
+    prep = prepare_compaction(b.entries, keep(1000))
+    assert prep is not None  # the back-scan swallows the edits and the omitted entry: the cut lands on 1
+    assert (prep.first_kept_entry_id, prep.is_split_turn) == ("e0001", True)
+    assert [m["content"] for m in prep.turn_prefix_messages] == ["short"]
+
+
+def test_large_trailing_tool_result_keeps_its_call() -> None:
+    # #9740: the assistant that made the call is kept, its user message becomes the turn prefix.
     b = PathBuilder()
     b.user(chars(K))
     b.assistant("call", calls=[("bash", {"command": "cat big"})])
     b.tool(chars(100 * K))
     prep = prepare_compaction(b.entries, keep(20_000))
-    assert prep is not None and prep.nothing_to_compact and prep.first_kept_entry_index == 0
+    assert prep is not None and prep.first_kept_entry_id == "e0001" and prep.is_split_turn
+    assert roles(prep.turn_prefix_messages) == ["user"]
 
 
 def test_split_turn_with_nothing_before_it_keeps_previous_summary_field() -> None:
@@ -190,7 +234,7 @@ def test_split_turn_with_nothing_before_it_keeps_previous_summary_field() -> Non
     b.assistant(chars(K))  # 3
     prep = prepare_compaction(b.entries, keep(1000))
     assert prep is not None
-    assert (prep.first_kept_entry_index, prep.turn_start_index, prep.is_split_turn) == (3, 0, True)
+    assert (prep.first_kept_entry_index, prep.turn_start_index, prep.is_split_turn) == (3, 1, True)
     assert prep.messages_to_summarize == ()
     assert roles(prep.turn_prefix_messages) == ["user", "assistant"]
     assert prep.previous_summary == "PREV"
@@ -215,7 +259,8 @@ def test_metadata_before_user_makes_whole_previous_turn_the_prefix() -> None:
 def test_custom_messages_and_branch_summaries_are_summarized() -> None:
     b = PathBuilder()
     b.custom_message("note")
-    b.branch_summary("")  # empty: still a message here (not in context)
+    b.branch_summary("")  # empty: contributes nothing (1.6.0: as in the context)
+    b.branch_summary("went on")
     b.user(chars(K))
     b.assistant(chars(K))
     b.user(chars(K))

@@ -1,11 +1,13 @@
 """Properties of the cut and the preparation over generated session trees.
 
 * the cut never lands on a tool result (when the range has any cut point);
-* the kept messages are a suffix of the path: committing the compaction gives
-  a context of exactly the summary plus the messages from the first kept entry;
+* the kept messages are a suffix of the projection: committing the compaction
+  gives a context of exactly the summary plus the (non-system) messages from
+  the first kept entry;
 * every message of the range is summarized, in the turn prefix, or kept —
   exactly once, in order (so what a previous compaction kept is never lost,
   upstream #2608);
+* a preparation always has something to summarize (1.6.0 returns none otherwise);
 * preparation is deterministic.
 """
 
@@ -19,15 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.unit.compaction.builders import PathBuilder, chars, usage
 
-from pi_sessiond.compaction.convert import entry_message
 from pi_sessiond.compaction.cutpoint import find_valid_cut_points
-from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
+from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction, summarized_messages
 from pi_sessiond.compaction.tokens import CompactionSettings
 from pi_sessiond.examples.generator import generate
-from pi_sessiond.store.context import build_session_context
 from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.kinds import entry_messages
 from pi_sessiond.store.migrate import migrate
+from pi_sessiond.store.projection import project_path
 from pi_sessiond.store.reader import ReadResult
 from pi_sessiond.store.tree import SessionTree
 
@@ -88,39 +88,33 @@ def session_paths(draw: Any) -> list[Entry]:
     return _current_path(b)
 
 
-def _range_messages(path: Sequence[Entry], start: int, stop: int) -> list[Any]:
-    found = (entry_message(e, include_compaction=False) for e in path[start:stop])
-    return [m for m in found if m is not None]
-
-
 def _same(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b, strict=True))
 
 
 def check_preparation(path: list[Entry], prep: CompactionPreparation) -> None:
+    entries = prep.projection.entries
     start, kept = prep.boundary_start, prep.first_kept_entry_index
-    if find_valid_cut_points(path, start, len(path)):
-        assert path[kept].role != "toolResult"
-    assert start <= kept < len(path)
-    kept_messages = _range_messages(path, kept, len(path))
-    covered = [*prep.messages_to_summarize, *prep.turn_prefix_messages, *kept_messages]
-    assert _same(covered, _range_messages(path, start, len(path)))
+    if find_valid_cut_points(entries, start, len(entries)):
+        assert entries[kept].entry.role != "toolResult"
+    assert start <= kept < len(entries)
+    covered = [*prep.messages_to_summarize, *prep.turn_prefix_messages, *summarized_messages(entries[kept:])]
+    assert _same(covered, summarized_messages(entries[start:]))
     if prep.turn_prefix_messages:
         assert prep.is_split_turn
-    assert prep.nothing_to_compact == (not prep.messages_to_summarize and not prep.turn_prefix_messages)
+    assert not prep.nothing_to_compact
     check_kept_suffix(path, prep)
 
 
 def check_kept_suffix(path: list[Entry], prep: CompactionPreparation) -> None:
-    """Committing the compaction keeps exactly the path's messages from the first kept entry."""
+    """Committing the compaction keeps exactly the projected messages from the first kept entry."""
     b = PathBuilder.extending(path)
     b.add("compaction", parent=path[-1].id, summary="S", firstKeptEntryId=prep.first_kept_entry_id)
-    after = build_session_context(b.entries).messages
+    after = project_path(b.entries).messages
     assert after[0]["role"] == "compactionSummary"
-    kept = path[prep.first_kept_entry_index :]
-    expected = [m for e in kept if e.type != "compaction" for m in entry_messages(e)]  # older ones add nothing
+    expected = list(summarized_messages(prep.projection.entries[prep.first_kept_entry_index :]))
     assert _same(after[1:], expected)
-    before = build_session_context(path).messages
+    before = [m for m in project_path(path).messages if m.get("role") != "system"]
     assert not expected or _same(before[-len(expected) :], expected)
 
 
@@ -128,8 +122,8 @@ def check_kept_suffix(path: list[Entry], prep: CompactionPreparation) -> None:
 @given(session_paths(), st.sampled_from(KEEPS))
 def test_preparation_properties(path: list[Entry], keep: int) -> None:
     prep = prepare_compaction(path, CompactionSettings(keep_recent_tokens=keep))
-    if prep is None:
-        assert not path or path[-1].type == "compaction"
+    if prep is None:  # also when nothing is to summarize (1.6.0)
+        assert prepare_compaction(path, CompactionSettings(keep_recent_tokens=keep)) is None
         return
     check_preparation(path, prep)
     assert prep == prepare_compaction(path, CompactionSettings(keep_recent_tokens=keep))
@@ -144,15 +138,19 @@ def test_chained_compactions_lose_nothing(path: list[Entry], first: int, second:
     prep = prepare_compaction(b.entries, CompactionSettings(keep_recent_tokens=first))
     if prep is None or prep.nothing_to_compact:
         return
-    kept = prep.first_kept_entry_index
+    previously_kept = summarized_messages(prep.projection.entries[prep.first_kept_entry_index :])
     b.compaction(prep.first_kept_entry_id)
     b.user("next")
     b.assistant("reply")
     again = prepare_compaction(b.entries, CompactionSettings(keep_recent_tokens=second))
-    assert again is not None and again.boundary_start == kept
-    previously_kept = _range_messages(b.entries, kept, len(path))
+    if again is None:  # nothing to summarize: everything stays in the context
+        kept_now = summarized_messages(project_path(b.entries).entries)
+        assert all(any(m is c or m == c for c in kept_now) for m in previously_kept)
+        return
+    assert again.boundary_start == 1  # right after the projected compaction
+    entries = again.projection.entries
     covered = [*again.messages_to_summarize, *again.turn_prefix_messages]
-    covered += _range_messages(b.entries, again.first_kept_entry_index, len(b.entries))
+    covered += summarized_messages(entries[again.first_kept_entry_index :])
     assert all(any(m is c or m == c for c in covered) for m in previously_kept)
 
 
@@ -170,7 +168,6 @@ def test_generated_sessions_satisfy_the_properties(shape: str, seed: int) -> Non
     for keep in KEEPS:
         prep = prepare_compaction(path, CompactionSettings(keep_recent_tokens=keep))
         if prep is None:
-            assert path[-1].type == "compaction"
             continue
         check_preparation(path, prep)
         assert prep == prepare_compaction(_load(lines), CompactionSettings(keep_recent_tokens=keep))

@@ -116,7 +116,7 @@ def test_utf16_prefix_counts_units() -> None:
     assert utf16_prefix("abc", 0) == ""
 
 
-def test_fix_never_split_surrogate_pair_in_prefix() -> None:
+def test_never_split_surrogate_pair_in_prefix() -> None:
     assert utf16_prefix("a" + EMOJI + "b", 2) == "a"
     assert utf16_prefix(EMOJI, 1) == ""
 

@@ -40,9 +40,17 @@ def test_estimate_counts_utf16_units() -> None:
     assert estimate_tokens(user_msg("é" * 4)) == 1
 
 
-def test_user_text_blocks_counted_images_ignored() -> None:
+def test_user_images_count_1200_tokens() -> None:
     content: list[dict[str, Any]] = [{"type": "text", "text": "abcd"}, IMAGE, {"type": "text", "text": "efgh"}]
-    assert estimate_tokens(user_msg(content)) == 2
+    assert estimate_tokens(user_msg(content)) == (8 + 4800) // 4
+
+
+def test_system_messages_count_content_sections_and_added_tools() -> None:
+    tools = [{"name": "read"}]
+    msg = {"role": "system", "content": "abcd", "sections": {"a": "xy", "b": None, "c": ""}, "toolsAdded": tools,
+           "toolsRemoved": [{"name": "bash" * 100}], "timestamp": 1}
+    assert estimate_tokens(msg) == -(-(4 + 2 + len('[{"name":"read"}]')) // 4)
+    assert estimate_tokens({"role": "system", "content": "", "toolsAdded": [], "timestamp": 1}) == 1  # "[]"
 
 
 def test_assistant_counts_text_thinking_and_tool_calls() -> None:
@@ -104,10 +112,12 @@ def test_get_last_assistant_usage_none_without_assistants() -> None:
     assert get_last_assistant_usage(b.entries) is None
 
 
-def test_zero_usage_is_still_valid_in_0_73_1() -> None:
+def test_all_zero_usage_is_skipped() -> None:
     msgs = [assistant_msg("a", use=usage(500)), assistant_msg("b", use=usage(0))]
     est = estimate_context_tokens(msgs)
-    assert (est.tokens, est.usage_tokens, est.last_usage_index) == (0, 0, 1)
+    assert (est.tokens, est.usage_tokens, est.last_usage_index) == (501, 500, 0)
+    only_zero = estimate_context_tokens([assistant_msg("x" * 400, use=usage(0))])
+    assert (only_zero.tokens, only_zero.last_usage_index) == (100, None)
 
 
 def test_estimate_context_tokens_without_usage_sums_estimates() -> None:
