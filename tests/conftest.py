@@ -7,8 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 REPO = Path(__file__).resolve().parents[1]
+
+# CI runs the same examples every time (no random seed, no example database carried between runs):
+# a property test that fails there fails on every run, and a green run means the same thing twice.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI") == "true":
+    hypothesis_settings.load_profile("ci")
 SHARED_FIXTURE = REPO.parent / "shared" / "fixtures" / "pi" / "before-compaction.jsonl"
 
 

@@ -68,6 +68,7 @@ def test_mutated_fixture_lines_load_without_crash_or_write(tmp_path: Path, data:
     list(session.tree.walk())
     for entry in session.entries[::10]:
         session.context(entry.id)
+    total = path.read_bytes().count(b"\n") + 1  # an inserted newline makes one line two
     for warning in session.warnings:
-        assert 1 <= warning.line <= len(lines)
+        assert 1 <= warning.line <= total
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
