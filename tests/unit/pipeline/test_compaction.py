@@ -16,7 +16,13 @@ from pi_sessiond.compaction.tokens import CompactionSettings
 from pi_sessiond.errors import Conflict, NothingToCompact
 from pi_sessiond.examples.generator import generate, write
 from pi_sessiond.pipeline.compaction import compact, prepare_or_refuse, preview
-from pi_sessiond.pipeline.requests import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS, compaction_jobs, compaction_requests
+from pi_sessiond.pipeline.requests import (
+    HISTORY_HEADINGS,
+    TURN_PREFIX_HEADINGS,
+    compaction_jobs,
+    compaction_requests,
+    input_tokens,
+)
 from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.offline import OfflineSummarizer
@@ -135,9 +141,19 @@ async def test_the_preview_shows_the_requests_that_are_sent(fixture_copy: Path) 
     assert "Mind the MONKEY" in sent["history"].prompt and shown.serialized in sent["history"].prompt
     assert sent["turnPrefix"].prompt == shown.turn_prefix.prompt
     assert shown.turn_prefix_serialized in sent["turnPrefix"].prompt
-    assert (sent["history"].max_tokens, sent["turnPrefix"].max_tokens) == (8000, 5000)
+    # No 0.8x / 0.5x share of reserveTokens: the window rule (nothing else is known of the offline model).
+    window = recording.context_window
+    for request in recording.requests:
+        used = input_tokens(request.system_prompt, request.prompt)
+        assert request.max_tokens == min(32000, window - used - 1024)
     assert sent["history"].reasoning == sent["turnPrefix"].reasoning == "high"
     assert sent["history"].system_prompt == shown.history.system_prompt
+    # The dry run's ``requests``: every request, in the order sent, exactly as sent.
+    views = preview(prep, "Mind the MONKEY", "high").requests
+    assert [(v.purpose, v.system_prompt, v.prompt, v.max_tokens, v.reasoning) for v in views] == [
+        (r.purpose, r.system_prompt, r.prompt, r.max_tokens, r.reasoning) for r in recording.requests
+    ]
+    assert "Mind the MONKEY" in sent["turnPrefix"].prompt  # custom instructions reach the turn prefix too (1.6.0)
 
 
 def test_a_split_turn_with_nothing_before_it_sends_no_history_request() -> None:
