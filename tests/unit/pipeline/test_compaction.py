@@ -19,9 +19,11 @@ from pi_sessiond.pipeline.compaction import compact, prepare_or_refuse, preview
 from pi_sessiond.pipeline.requests import (
     HISTORY_HEADINGS,
     TURN_PREFIX_HEADINGS,
+    OutputLimit,
     compaction_jobs,
     compaction_requests,
     input_tokens,
+    output_limit,
 )
 from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
@@ -166,3 +168,13 @@ def test_a_split_turn_with_nothing_before_it_sends_no_history_request() -> None:
     jobs = compaction_jobs(prep)
     assert jobs.history is None and jobs.turn_prefix is not None and jobs.turn_prefix.messages == prefix
     assert preview(prep, None).prompt == "" and compaction_requests(prep).history is None
+
+
+def test_output_limit_rule() -> None:
+    """summarizer.maxTokens, else the model's limit, else min(32000, window - input - 1024), never below 1024."""
+    assert output_limit(OutputLimit(max_tokens=500, model_max_output=9000), 10**6) == 500
+    assert output_limit(OutputLimit(model_max_output=9000), 10**6) == 9000
+    assert output_limit(OutputLimit(context_window=200000), 1000) == 32000
+    assert output_limit(OutputLimit(context_window=40000), 10000) == 40000 - 10000 - 1024
+    assert output_limit(OutputLimit(context_window=8000), 7500) == 1024  # too big to fit: shrunk on the error
+    assert input_tokens("abc", "de") == 2 and input_tokens("") == 0
