@@ -7,9 +7,9 @@ Contract of :meth:`HttpSummarizer.summarize`:
   and the attempt as a whole by :attr:`HttpSummarizer.attempt_deadline`.
 - Exactly one attempt. Retrying is the one retry layer's job
   (:mod:`pi_sessiond.summarizers.retry`, driven by ``retry.*``); this layer
-  only classifies: errors it marks ``retryable`` are connect and read
-  timeouts, connection resets, 408/409/425/429/5xx, malformed or truncated
-  streams; on 429/503 the server's ``Retry-After``/``retry-after-ms`` travels
+  only classifies: errors it marks ``retryable`` are the attempt deadline,
+  connect and read timeouts, connection resets, 408/409/425/429/5xx,
+  malformed or truncated streams; on 429/503 the server's ``Retry-After``/``retry-after-ms`` travels
   as :attr:`ProviderError.retry_after`.
 - Not retryable: other 4xx (:class:`SummarizerError` with the status and the
   provider's own message) and context-length errors (:class:`ContextLengthError`,
@@ -249,7 +249,7 @@ class HttpSummarizer:
                         raise await self._status_error(response)
                     return await self.read_stream(response, meter)
         except TimeoutError as exc:
-            raise self.error(f"no complete answer within {self.attempt_deadline:.0f}s") from exc
+            raise self.error(f"no complete answer within {self.attempt_deadline:.0f}s", retryable=True) from exc
         except httpx.TimeoutException as exc:
             raise self.error(f"request timed out ({type(exc).__name__})", retryable=True) from exc
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.ConnectError) as exc:
