@@ -25,6 +25,7 @@ from pi_sessiond.pipeline.requests import (
     input_tokens,
     output_limit,
 )
+from pi_sessiond.pipeline.summaries import summarize_compaction
 from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.offline import OfflineSummarizer
@@ -168,6 +169,25 @@ def test_a_split_turn_with_nothing_before_it_sends_no_history_request() -> None:
     jobs = compaction_jobs(prep)
     assert jobs.history is None and jobs.turn_prefix is not None and jobs.turn_prefix.messages == prefix
     assert preview(prep, None).prompt == "" and compaction_requests(prep).history is None
+    assert jobs.head == "No prior history."
+    assert [r.purpose for r in preview(prep, None).requests] == ["turnPrefix"]
+
+
+async def test_only_a_new_turn_prefix_keeps_the_previous_summary_verbatim() -> None:
+    """Pi 1.6.0 (0.73.1 replaced the previous summary with "No prior history.": data loss)."""
+    prefix = ({"role": "user", "content": "start", "timestamp": 1},)
+    prep = CompactionPreparation(
+        first_kept_entry_id="k", first_kept_entry_index=3, boundary_start=0, turn_start_index=0,
+        is_split_turn=True, messages_to_summarize=(), turn_prefix_messages=prefix, tokens_before=10,
+        previous_summary="## Goal\n- earlier", file_ops=FileOpsCollector().freeze(), settings=CompactionSettings(),
+    )
+    jobs = compaction_jobs(prep)
+    assert jobs.history is None and jobs.head == "## Goal\n- earlier"
+    recording = _Recording()
+    text = await summarize_compaction(recording, jobs)
+    (request,) = recording.requests
+    assert request.purpose == "turnPrefix"
+    assert text.text.startswith("## Goal\n- earlier" + SPLIT_TURN_SEPARATOR)
 
 
 def test_output_limit_rule() -> None:
