@@ -61,6 +61,7 @@ MODES = frozenset(
         "truncated",  # the stream ends cleanly without its final events / [DONE]
         "empty",  # a well-formed answer without any text
         "tool_only",  # a tool call and no text
+        "length",  # the first half of the answer, stopped at the output limit (``length`` / ``max_tokens``)
     }
 )
 ERROR_MODES = ("429", "500", "503", "context_length")
@@ -150,9 +151,11 @@ def default_reply(body: Any) -> str:
     line = f'- First user message: "{quote(user)}"'
     # Only the instructions after the conversation decide the format: a conversation may
     # itself quote an earlier split-turn summary with these headings.
-    if "## Original Request" in user.rpartition("</conversation>")[2]:
+    marker = "\n# Instructions\n" if "\n# Instructions\n" in user else "</conversation>"
+    if "## Original Request" in user.rpartition(marker)[2]:
         return (
-            f"## Original Request\n{line}\n\n## Early Progress\n- Loopback answer\n\n## Context for Suffix\n- (none)\n"
+            f"## Original Request\n{line}\n\n## Progress So Far\n- Loopback answer\n\n"
+            "## Context Needed to Continue\n- (none)\n"
         )
     model = body.get("model", "?") if isinstance(body, dict) else "?"
     return (
@@ -194,10 +197,19 @@ class _Plan:
     tool: bool
     input_tokens: int
     include_usage: bool
+    length: bool = False
 
     @property
     def output_tokens(self) -> int:
         return count_tokens(self.text) + count_tokens(self.thinking) + (count_tokens(TOOL_ARGS) if self.tool else 0)
+
+
+def _openai_finish(plan: _Plan) -> str:
+    return "tool_calls" if plan.tool else "length" if plan.length else "stop"
+
+
+def _anthropic_stop(plan: _Plan) -> str:
+    return "tool_use" if plan.tool else "max_tokens" if plan.length else "end_turn"
 
 
 class _OpenAI:
@@ -263,7 +275,7 @@ class _OpenAI:
         else:
             frames = [self._chunk(plan, {"role": "assistant", "content": ""})]
             frames += [self._chunk(plan, {"content": p}) for p in _pieces(plan.text)]
-        finals = [self._chunk(plan, {}, "tool_calls" if plan.tool else "stop")]
+        finals = [self._chunk(plan, {}, _openai_finish(plan))]
         finals += [self._chunk(plan, None)] if plan.include_usage else []
         return [*frames, *finals, b"data: [DONE]\n\n"], len(finals) + 1
 
@@ -276,7 +288,7 @@ class _OpenAI:
             "index": 0,
             "message": message,
             "logprobs": None,
-            "finish_reason": "tool_calls" if plan.tool else "stop",
+            "finish_reason": _openai_finish(plan),
         }
         head = {"id": plan.rid, "object": "chat.completion", "created": int(time.time()), "model": plan.model}
         return _dumps({**head, "choices": [choice], "usage": self._usage(plan)})
@@ -352,7 +364,7 @@ class _Anthropic:
             frames += [self._event("content_block_delta", {"index": index, "delta": d}) for d in deltas]
             frames.append(self._event("content_block_stop", {"index": index}))
         frames.insert(min(2, len(frames)), self._event("ping", {}))
-        stop = {"stop_reason": "tool_use" if plan.tool else "end_turn", "stop_sequence": None}
+        stop = {"stop_reason": _anthropic_stop(plan), "stop_sequence": None}
         frames.append(self._event("message_delta", {"delta": stop, "usage": {"output_tokens": plan.output_tokens}}))
         frames.append(self._event("message_stop", {}))
         return frames, 3 if blocks else 2
@@ -370,7 +382,7 @@ class _Anthropic:
         elif plan.text:
             message["content"].append({"type": "text", "text": plan.text})
         usage["output_tokens"] = plan.output_tokens
-        stop = "tool_use" if plan.tool else "end_turn"
+        stop = _anthropic_stop(plan)
         return _dumps({**message, "stop_reason": stop, "stop_sequence": None, "usage": usage})
 
     garbage = (
@@ -717,6 +729,8 @@ class LoopbackProvider:
 
 def _plan(wire: Any, fault: Fault, body: dict[str, Any], rid: str) -> _Plan:
     text = "" if fault.mode == "empty" else default_reply(body) if fault.reply is None else fault.reply
+    if fault.mode == "length":
+        text = text[: len(text) // 2]
     thinking = body.get("thinking")
     thinks = (
         isinstance(wire, _Anthropic) and isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
@@ -732,6 +746,7 @@ def _plan(wire: Any, fault: Fault, body: dict[str, Any], rid: str) -> _Plan:
         fault.mode == "tool_only",
         count_tokens(prompt),
         usage,
+        fault.mode == "length",
     )
 
 

@@ -8,11 +8,24 @@ JSON objects, passed through unchanged (:data:`~pi_protocol.messages.RawMessage`
 
 from __future__ import annotations
 
+from typing import Literal
+
 import attrs
 
 from pi_protocol.base import keep_null
 from pi_protocol.entries import RawEntry
 from pi_protocol.messages import RawMessage
+
+
+@attrs.define(kw_only=True)
+class SummaryRequestView:
+    """One summarizer request exactly as it is sent: its purpose, both texts, output limit, reasoning level."""
+
+    purpose: Literal["history", "turnPrefix", "branch"]
+    system_prompt: str
+    prompt: str
+    max_tokens: int
+    reasoning: str | None = keep_null(default=None)
 
 
 @attrs.define(kw_only=True)
@@ -31,6 +44,7 @@ class CompactionPreview:
     turn_prefix_serialized: str = ""
     prompt: str = ""
     nothing_to_compact: bool = False
+    requests: list[SummaryRequestView] = attrs.field(factory=list)
 
 
 @attrs.define(kw_only=True)

@@ -177,6 +177,9 @@ def _structure(value: Any, hint: Any) -> Any:
     if origin is dict or hint is dict:
         if not isinstance(value, dict):
             raise StructureError([], "object", value)
+        args = get_args(hint)
+        if args and attrs.has(args[1]):  # a map of attrs values (e.g. compaction.modelOverrides)
+            return {k: _item(_structure, v, args[1], k) for k, v in value.items()}
         return value
     if attrs.has(hint):
         return _structure_attrs(value, hint)

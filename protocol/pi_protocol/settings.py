@@ -50,12 +50,28 @@ def section(cls: type[Any]) -> Any:
 
 
 @attrs.frozen(kw_only=True)
+class ModelOverride:
+    """One ``compaction.modelOverrides["provider/model"]`` value: each field, when set, wins for that model."""
+
+    reserve_tokens: int | None = setting(None, minimum=0)
+    keep_recent_tokens: int | None = setting(None, minimum=0)
+
+
+@attrs.frozen(kw_only=True)
 class CompactionSettings:
-    """``compaction.*`` (Pi's ``DEFAULT_COMPACTION_SETTINGS``); the pure compaction code takes this."""
+    """``compaction.*`` (Pi's ``DEFAULT_COMPACTION_SETTINGS``); the pure compaction code takes this.
+
+    ``reserve_tokens`` only sets the trigger (Pi 1.6.0); the summary's output
+    limit is the summarizer's. ``model_overrides`` maps ``"provider/model"`` to
+    per-field values, resolved for the session's model by
+    ``pi_sessiond.settings.compaction_for`` (a map of sections: each entry is
+    checked field by field, so an invalid field falls back alone).
+    """
 
     enabled: bool = setting(True)
     reserve_tokens: int = setting(16384, minimum=0)
     keep_recent_tokens: int = setting(20000, minimum=0)
+    model_overrides: dict[str, ModelOverride] = attrs.field(factory=dict)
 
 
 @attrs.frozen(kw_only=True)
@@ -77,6 +93,21 @@ class SummarizerSection:
     max_tokens: int | None = setting(None, above=0)
     headers: dict[str, str] = attrs.field(factory=dict)
     timeout_seconds: float = setting(120, above=0)
+    parallel_split_turn: bool = setting(False)
+
+
+@attrs.frozen(kw_only=True)
+class RetrySettings:
+    """``retry.*``: the one retry layer of summarizer calls (transient errors only).
+
+    The n-th retry waits ``base_delay_ms * 2**(n-1)``, or the server's
+    ``Retry-After``, and never more than ``max_agent_delay_ms``.
+    """
+
+    enabled: bool = setting(True)
+    max_retries: int = setting(3, minimum=0)
+    base_delay_ms: int = setting(2000, minimum=0)
+    max_agent_delay_ms: int = setting(60000, minimum=0)
 
 
 @attrs.frozen(kw_only=True)
@@ -106,6 +137,7 @@ class Settings:
     context_window: int | None = setting(None, above=0)
     models: dict[str, Any] = attrs.field(factory=dict)
     summarizer: SummarizerSection = section(SummarizerSection)
+    retry: RetrySettings = section(RetrySettings)
     tokenizer: Tokenizer = setting("pi")
     daemon: DaemonSettings = section(DaemonSettings)
     security: SecuritySettings = section(SecuritySettings)

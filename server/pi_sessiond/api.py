@@ -30,7 +30,7 @@ from pi_sessiond.errors import Conflict, NothingToCompact, PiError
 from pi_sessiond.pipeline.compaction import CompactResult, compact
 from pi_sessiond.pipeline.navigation import BranchSummary, NavigateResult, generate_branch_summary, navigate_tree
 from pi_sessiond.pipeline.requests import history_job, serialize_messages
-from pi_sessiond.pipeline.summaries import SummaryText, run_job
+from pi_sessiond.pipeline.summaries import RunOptions, SummaryText, run_job
 from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.base import Summarizer
 from pi_sessiond.summarizers.config import SummarizerSettings
@@ -76,11 +76,19 @@ async def generate_summary_with_usage(
     custom_instructions: str | None = None,
     previous_summary: str | None = None,
 ) -> SummaryText:
-    """A history summary of ``messages`` (Pi's structured format) and its usage."""
+    """A history summary of ``messages`` (Pi's structured format) and its usage.
+
+    ``reserve_tokens`` is accepted and ignored, as in Pi 1.6.0's
+    ``generateSummary``: the output limit is the summarizer's (``pipeline.requests``).
+    """
+    options = RunOptions()
     job = history_job(
-        messages, reserve_tokens=reserve_tokens, previous_summary=previous_summary, instructions=custom_instructions
+        messages,
+        limit=options.limit_for(summarizer),
+        previous_summary=previous_summary,
+        instructions=custom_instructions,
     )
-    return await run_job(summarizer, job)
+    return await run_job(summarizer, job, options=options)
 
 
 async def generate_summary(

@@ -103,3 +103,13 @@ class TooLarge(PiError):
     """A message or entry above ``daemon.maxMessageBytes``."""
 
     reason = "tooLarge"
+
+
+class SummaryIncomplete(PiError):
+    """The summarizer stopped at its output-token limit or called a tool; nothing was written.
+
+    ``data`` has ``purpose`` (``history``, ``turnPrefix`` or ``branch``) and
+    ``stopReason`` (``length`` or ``toolUse``).
+    """
+
+    reason = "summaryIncomplete"

@@ -39,6 +39,7 @@ from tests.e2e.daemon_client import (
 from tests.loopback_provider import Fault, LoopbackProvider
 
 SMALL_KEEP = {"compaction": {"keepRecentTokens": 2000}}
+TINY_RETRY = {"retry": {"baseDelayMs": 1}}  # Pi's 2000 ms base would make failure tests slow
 # ``$/progress`` on a client-chosen ``workDoneToken`` is legal LSP, but pytest-lsp warns (lsp-pygls.md §3.5)
 pytestmark = pytest.mark.filterwarnings("ignore::pytest_lsp.LspSpecificationWarning")
 
@@ -198,17 +199,54 @@ async def test_summarizer_failure_is_32005_with_status_and_no_key(daemons: Daemo
     path = session_file(tmp_path)
     before = sha(path)
     async with LoopbackProvider() as loopback:
-        loopback.set_default(Fault("500", retry_after=0.01))  # fails forever, retries at once
-        client = await daemons.start({**loopback_settings(loopback.base_url), **SMALL_KEEP})
+        loopback.set_default(Fault("500"))  # fails forever
+        client = await daemons.start({**loopback_settings(loopback.base_url), **SMALL_KEEP, **TINY_RETRY})
         sid = await open_path(client, path)
         error = await rpc_error(call(client, "pi/compact", {"sessionId": sid, "workDoneToken": "f"}))
         attempts = len(loopback.requests)
     assert error.code == -32005 and error.data["reason"] == "summarizerFailed"
-    assert error.data["status"] == 500
-    assert attempts >= 4  # one try and three retries (per summary request)
+    assert error.data["status"] == 500 and "gave up after 4 attempts" in error.message
+    assert attempts == 4  # one try and retry.maxRetries (3) retries of the first request; no other layer retries
     assert LOOPBACK_KEY not in str(error) and LOOPBACK_KEY not in json.dumps(error.data)
     assert sha(path) == before
     assert progress_kinds(client, "f")[-1] == "End" and reports(client, "f")[-1].message == "failed"
+    retries = [r.message for r in reports(client, "f") if r.message and r.message.startswith("retrying in ")]
+    assert [m.split(": ", 1)[0] for m in retries] == [
+        "retrying in 0.001s (attempt 2 of 4)",
+        "retrying in 0.002s (attempt 3 of 4)",
+        "retrying in 0.004s (attempt 4 of 4)",
+    ]
+
+
+async def test_a_transient_error_is_retried_and_shown_in_progress(daemons: Daemons, tmp_path: Path) -> None:
+    path = session_file(tmp_path)
+    async with LoopbackProvider() as loopback:
+        loopback.script(Fault("429", retry_after=30))  # Retry-After capped by retry.maxAgentDelayMs
+        retry = {"retry": {"baseDelayMs": 1, "maxAgentDelayMs": 20}}
+        client = await daemons.start({**loopback_settings(loopback.base_url), **SMALL_KEEP, **retry})
+        sid = await open_path(client, path)
+        result = await call(client, "pi/compact", {"sessionId": sid, "workDoneToken": "r"})
+        modes = [r.mode for r in loopback.requests]
+    assert modes[:2] == ["429", "ok"] and read_lines(path)[-1] == result["entry"]
+    retries = [r for r in reports(client, "r") if r.message and r.message.startswith("retrying in ")]
+    assert len(retries) == 1 and retries[0].message.startswith("retrying in 0.02s (attempt 2 of 4): ")
+    assert "429" in retries[0].message and LOOPBACK_KEY not in retries[0].message
+
+
+@pytest.mark.parametrize("mode", ["length", "tool_only"])
+async def test_an_incomplete_summary_is_32013_and_writes_nothing(daemons: Daemons, tmp_path: Path, mode: str) -> None:
+    path = session_file(tmp_path)
+    before = sha(path)
+    async with LoopbackProvider() as loopback:
+        loopback.set_default(Fault(mode))
+        client = await daemons.start({**loopback_settings(loopback.base_url), **SMALL_KEEP, **TINY_RETRY})
+        sid = await open_path(client, path)
+        error = await rpc_error(call(client, "pi/compact", {"sessionId": sid}))
+        attempts = len(loopback.requests)
+    assert error.code == -32013 and error.data["reason"] == "summaryIncomplete"
+    assert error.data["stopReason"] == ("length" if mode == "length" else "toolUse")
+    assert attempts == 1  # never asked again, never written
+    assert sha(path) == before
 
 
 async def test_conflict_when_the_leaf_moves_to_another_branch_during_a_compaction(

@@ -18,7 +18,8 @@ Checked:
   ``compaction`` or ``branch_summary`` line with the id of the result), a
   failure or cancellation left the file byte for byte as it was; every error is
   a clear JSON-RPC error (``-32005`` with ``data.status`` and a message,
-  ``-32800`` only for a job we cancelled, or another code of PROTOCOL.md);
+  ``-32013`` for a tool-only answer, ``-32800`` only for a job we cancelled,
+  or another code of PROTOCOL.md);
 * at the end: every session file parses line by line; the daemon's RSS,
   sampled every 100 jobs, grew less than 20 %; its open fds and asyncio tasks
   are back where they started; the secret is in no log line, reply,
@@ -49,8 +50,8 @@ SECRET = "sk-soak-SECRET-1234567890"
 SECRET_PIECES = (SECRET, "SECRET-1234567890", "sk-soak-SECRET")
 JOB_TIMEOUT = 60.0
 IDLE_CONNECTIONS = 4  # keep-alive connections an idle client may hold (two providers, two summarizer clients)
-CLEAR_CODES = {-32005, -32004, -32006, -32007, -32002}
-# (weight, faults scripted before the job; four copies outlast the summarizer's 3 retries)
+CLEAR_CODES = {-32005, -32004, -32006, -32007, -32002, -32013}
+# (weight, faults scripted before the job; four copies outlast the 3 retries of retry.maxRetries)
 FAULT_MIX: list[tuple[int, list[Fault]]] = [
     (12, []),
     (4, [Fault("delay", delay=0.3)]),
@@ -135,7 +136,7 @@ class Soak:
                                  env={"SOAK_KEY": SECRET, "PI_SESSIOND_DEBUG_METHODS": "1"},
                                  on_message=lambda m: self.messages.append(json.dumps(m)))
         settings = {"summarizer": summarizer_settings(provider.base_url), "compaction": {"keepRecentTokens": 400},
-                    "daemon": {"maxConcurrentSummaries": 16}}
+                    "daemon": {"maxConcurrentSummaries": 16}, "retry": {"baseDelayMs": 100}}
         initialize(self.daemon, workdir / "sessions", settings)
         self.paths = dict[str, Path]()
         for i, path in enumerate(make_sessions(workdir, sessions, entries=80)):

@@ -158,7 +158,7 @@ def test_default_reply_is_a_structured_summary_quoting_the_user() -> None:
     assert all(h in lines for h in HEADINGS)
     assert quote(USER_TEXT) in text and len(quote(USER_TEXT)) == 80 and "\n" not in quote(USER_TEXT)
     prefix = default_reply({"messages": [{"role": "user", "content": "turn\n## Original Request\n..."}]})
-    assert "## Original Request" in prefix.splitlines() and "## Context for Suffix" in prefix.splitlines()
+    assert "## Original Request" in prefix.splitlines() and "## Context Needed to Continue" in prefix.splitlines()
 
 
 def test_anthropic_stream_has_the_real_event_sequence(lp: LoopbackProvider, client: httpx.Client) -> None:

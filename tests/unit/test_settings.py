@@ -14,19 +14,21 @@ from pi_protocol.params import GetSettingsParams
 from pi_protocol.settings import Settings
 from pi_sessiond.errors import InvalidParams
 from pi_sessiond.service.settings_store import SettingsStore
-from pi_sessiond.settings import DEFAULT_LAYER, Layer, first_problem, load_settings, resolve
+from pi_sessiond.settings import DEFAULT_LAYER, Layer, compaction_for, first_problem, load_settings, resolve
 from pi_sessiond.summarizers.config import summarizer_settings
 
 from .service.fakes import make_daemon
 
-# PROTOCOL.md "Settings", verbatim.
+# PROTOCOL.md "Settings", verbatim (with the keys of its "Additions" that have landed).
 PROTOCOL_DEFAULTS = {
-    "compaction": {"enabled": True, "reserveTokens": 16384, "keepRecentTokens": 20000},
+    "compaction": {"enabled": True, "reserveTokens": 16384, "keepRecentTokens": 20000, "modelOverrides": {}},
     "branchSummary": {"reserveTokens": 16384},
     "contextWindow": None,
     "models": {},
     "summarizer": {"provider": "offline", "baseUrl": None, "model": None, "apiKeyEnv": None,
-                   "contextWindow": 128000, "maxTokens": None, "headers": {}, "timeoutSeconds": 120},
+                   "contextWindow": 128000, "maxTokens": None, "headers": {}, "timeoutSeconds": 120,
+                   "parallelSplitTurn": False},
+    "retry": {"enabled": True, "maxRetries": 3, "baseDelayMs": 2000, "maxAgentDelayMs": 60000},
     "tokenizer": "pi",
     "daemon": {"hookTimeoutSeconds": 30, "reviewTimeoutSeconds": None, "fsync": "always",
                "maxMessageBytes": 67108864, "maxConcurrentSummaries": 4},
@@ -46,6 +48,16 @@ INVALID = [
     ({"models": []}, "models", "expected object, got array"),
     ({"summarizer": {"headers": {"X-Team": 7}}}, "summarizer.headers.X-Team", "expected string, got number"),
     ({"summarizer": {"maxTokens": 1.5}}, "summarizer.maxTokens", "got number"),
+    ({"summarizer": {"parallelSplitTurn": "yes"}}, "summarizer.parallelSplitTurn", "expected boolean"),
+    ({"retry": {"maxRetries": -1}}, "retry.maxRetries", ">= 0, got -1"),
+    ({"retry": {"baseDelayMs": "2s"}}, "retry.baseDelayMs", "expected number, got string"),
+    ({"retry": {"enabled": 1}}, "retry.enabled", "expected boolean"),
+    ({"compaction": {"modelOverrides": []}}, "compaction.modelOverrides", "expected an object, got array"),
+    ({"compaction": {"modelOverrides": {"a/b": 5}}}, "compaction.modelOverrides.a/b", "expected an object"),
+    ({"compaction": {"modelOverrides": {"a/b": {"reserveTokens": -5}}}}, "compaction.modelOverrides.a/b.reserveTokens",
+     ">= 0, got -5"),
+    ({"compaction": {"modelOverrides": {"a/b": {"keepRecentTokens": 1.5}}}},
+     "compaction.modelOverrides.a/b.keepRecentTokens", "got number"),
 ]
 
 
@@ -61,24 +73,48 @@ def test_defaults_are_the_protocol_table_and_feed_every_consumer() -> None:
     assert resolved.settings == Settings() and resolved.errors == ()
     assert set(resolved.sources.values()) == {"default"} and resolved.sources["summarizer.headers"] == "default"
     built = summarizer_settings(resolved.settings.summarizer)
-    shown = (built.provider, built.context_window, built.timeout_seconds, built.max_retries)
-    assert shown == ("offline", 128000, 120, 3)
+    shown = (built.provider, built.context_window, built.timeout_seconds, built.parallel_split_turn)
+    assert shown == ("offline", 128000, 120, False)
+    assert resolved.settings.retry.max_retries == 3 and resolved.settings.retry.base_delay_ms == 2000
 
 
 @pytest.mark.parametrize(("layer", "key", "message"), INVALID, ids=[case[1] for case in INVALID])
 def test_an_invalid_file_value_falls_back_to_the_lower_layer_and_is_listed(
     layer: dict[str, Any], key: str, message: str
 ) -> None:
-    below = {"compaction": {"reserveTokens": 1000, "keepRecentTokens": 2000, "enabled": False},
+    below = {"compaction": {"reserveTokens": 1000, "keepRecentTokens": 2000, "enabled": False,
+                            "modelOverrides": {"a/b": {"reserveTokens": 7, "keepRecentTokens": 8}}},
              "branchSummary": {"reserveTokens": 3000}, "tokenizer": "cl100k", "models": {"a/b": {"contextWindow": 9}},
              "daemon": {"fsync": "never", "hookTimeoutSeconds": 5, "maxMessageBytes": 4000},
-             "summarizer": {"headers": {"X-Team": "blue"}, "maxTokens": 700}}
+             "summarizer": {"headers": {"X-Team": "blue"}, "maxTokens": 700, "parallelSplitTurn": True},
+             "retry": {"enabled": False, "maxRetries": 1, "baseDelayMs": 10}}
     resolved = resolve([DEFAULT_LAYER, Layer("global", below, "/g.json"), Layer("initialize", layer, "/i.json")])
     assert [(e.file, e.key) for e in resolved.errors] == [("/i.json", key)]
     assert message in resolved.errors[0].message
     assert unstructure(resolved.settings) == unstructure(resolve([Layer("global", below)]).settings)
     claimed = [source for dotted, source in resolved.sources.items() if dotted.startswith(key)]
     assert claimed and set(claimed) == {"global"}
+
+
+def test_model_overrides_resolve_per_field_for_the_sessions_model() -> None:
+    base = {"compaction": {"reserveTokens": 1000, "keepRecentTokens": 2000,
+                           "modelOverrides": {"anthropic/claude-x": {"reserveTokens": 50},
+                                              "openai/gpt-y": {"keepRecentTokens": 60}}}}
+    project = {"compaction": {"modelOverrides": {"anthropic/claude-x": {"keepRecentTokens": -1}}}}
+    resolved = resolve([Layer("global", base, "/g.json"), Layer("project", project, "/p.json")])
+    assert [(e.file, e.key) for e in resolved.errors] == [("/p.json", "compaction.modelOverrides.anthropic/claude-x"
+                                                                     ".keepRecentTokens")]
+    compaction = resolved.settings.compaction
+
+    def resolved_for(provider: str, model: str) -> tuple[int, int]:
+        shown = compaction_for(compaction, {"provider": provider, "modelId": model})
+        assert shown.model_overrides == {} and shown.enabled == compaction.enabled
+        return shown.reserve_tokens, shown.keep_recent_tokens
+
+    assert resolved_for("anthropic", "claude-x") == (50, 2000)  # the invalid project field fell back a layer
+    assert resolved_for("openai", "gpt-y") == (1000, 60)
+    assert resolved_for("openai", "claude-x") == (1000, 2000)
+    assert compaction_for(compaction, None).reserve_tokens == 1000
 
 
 def test_unknown_keys_are_ignored_and_valid_siblings_of_an_invalid_key_apply() -> None:

@@ -251,6 +251,14 @@ export interface TreeDump {
   entries?: SessionEntry[];
 }
 
+export interface SummaryRequestView {
+  purpose: "history" | "turnPrefix" | "branch";
+  systemPrompt: string;
+  prompt: string;
+  maxTokens: number;
+  reasoning?: string | null;
+}
+
 export interface CompactionPreview {
   firstKeptEntryId: string;
   isSplitTurn: boolean;
@@ -264,6 +272,7 @@ export interface CompactionPreview {
   turnPrefixSerialized?: string;
   prompt?: string;
   nothingToCompact?: boolean;
+  requests?: SummaryRequestView[];
 }
 
 export interface CompactResult {
@@ -578,10 +587,16 @@ export interface ReviewSummaryAnswer {
   summary?: string | null;
 }
 
+export interface ModelOverride {
+  reserveTokens?: number | null;
+  keepRecentTokens?: number | null;
+}
+
 export interface CompactionSettings {
   enabled?: boolean;
   reserveTokens?: number;
   keepRecentTokens?: number;
+  modelOverrides?: Record<string, ModelOverride>;
 }
 
 export interface BranchSummarySettings {
@@ -597,6 +612,14 @@ export interface SummarizerSection {
   maxTokens?: number | null;
   headers?: Record<string, string>;
   timeoutSeconds?: number;
+  parallelSplitTurn?: boolean;
+}
+
+export interface RetrySettings {
+  enabled?: boolean;
+  maxRetries?: number;
+  baseDelayMs?: number;
+  maxAgentDelayMs?: number;
 }
 
 export interface DaemonSettings {
@@ -617,6 +640,7 @@ export interface Settings {
   contextWindow?: number | null;
   models?: Record<string, unknown>;
   summarizer?: SummarizerSection;
+  retry?: RetrySettings;
   tokenizer: "pi" | "cl100k" | "calibrated";
   daemon?: DaemonSettings;
   security?: SecuritySettings;

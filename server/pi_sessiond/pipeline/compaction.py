@@ -29,17 +29,18 @@ from typing import Any
 import attrs
 
 from pi_protocol import CompactionEntry, CompactionPreview, FileDetails, Usage, unstructure
+from pi_protocol.compaction import SummaryRequestView
 from pi_sessiond.compaction.fileops import format_file_operations
 from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
 from pi_sessiond.compaction.tokens import CompactionSettings, estimate_tokens
 from pi_sessiond.errors import Conflict, NothingToCompact
-from pi_sessiond.pipeline.requests import compaction_jobs, compaction_requests
-from pi_sessiond.pipeline.summaries import SummaryText, SummaryValidationError, summarize_compaction
+from pi_sessiond.pipeline.requests import OutputLimit, compaction_jobs, compaction_requests
+from pi_sessiond.pipeline.summaries import RunOptions, SummaryText, SummaryValidationError, summarize_compaction
 from pi_sessiond.store.context import context_from_path
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.layout import now_iso
 from pi_sessiond.store.session import Session
-from pi_sessiond.summarizers.base import Summarizer
+from pi_sessiond.summarizers.base import Summarizer, SummaryRequest
 
 JsonDict = dict[str, Any]
 MIN_SIZE_FLOOR = 2048  # tokens: a structured summary (two, for a split turn) of a tiny range may exceed it
@@ -105,8 +106,9 @@ async def compact(
     progress: Progress | None = None,
     supply: Supplier | None = None,
     review: Reviewer | None = None,
+    options: RunOptions | None = None,
 ) -> CompactResult:
-    """Compact the leaf's path and append one compaction entry."""
+    """Compact the leaf's path and append one compaction entry (``options``: how summaries are asked for)."""
     settings = settings or CompactionSettings()
     report = progress or _ignore
     report("preparing", 0)
@@ -117,7 +119,7 @@ async def compact(
     if data is None:
         count = len(prep.messages_to_summarize) + len(prep.turn_prefix_messages)
         report(f"summarizing {count} messages", 5)
-        summary = await _sized_summary(session, summarizer, prep, custom_instructions, report)
+        summary = await _sized_summary(session, summarizer, prep, custom_instructions, report, options)
         text = summary.text
         if review is not None:
             pending = compaction_entry(prep, text, summary.usage)
@@ -139,11 +141,16 @@ async def compact(
 
 
 async def _sized_summary(
-    session: Session, summarizer: Summarizer, prep: CompactionPreparation, instructions: str | None, report: Progress
+    session: Session,
+    summarizer: Summarizer,
+    prep: CompactionPreparation,
+    instructions: str | None,
+    report: Progress,
+    options: RunOptions | None,
 ) -> SummaryText:
     """The summary with its file lists; an oversized answer is asked for once more."""
     for attempt in range(2):
-        summary = await _summarize(session, summarizer, prep, instructions, report)
+        summary = await _summarize(session, summarizer, prep, instructions, report, options or RunOptions())
         text = summary.text + _file_block(prep)
         problem = oversized(text, prep)
         if not problem:
@@ -159,13 +166,18 @@ async def _summarize(
     prep: CompactionPreparation,
     instructions: str | None,
     report: Progress,
+    options: RunOptions,
 ) -> SummaryText:
-    thinking = session.context().thinking_level
-    reasoning = thinking if isinstance(thinking, str) and thinking != "off" else None
-    jobs = compaction_jobs(prep, instructions, reasoning)
+    jobs = compaction_jobs(prep, instructions, session_reasoning(session), options.limit_for(summarizer))
     return await summarize_compaction(
-        summarizer, jobs, progress=lambda n: report(f"{n} tokens streamed", streamed_percentage(n))
+        summarizer, jobs, progress=lambda n: report(f"{n} tokens streamed", streamed_percentage(n)), options=options
     )
+
+
+def session_reasoning(session: Session) -> str | None:
+    """The session's thinking level as a summary request's ``reasoning`` (``None`` for none or ``off``)."""
+    thinking = session.context().thinking_level
+    return thinking if isinstance(thinking, str) and thinking != "off" else None
 
 
 TYPICAL_SUMMARY_TOKENS = 2000
@@ -194,13 +206,20 @@ def pending_tokens(session: Session, data: JsonDict) -> int:
     return sum(estimate_tokens(m) for m in context_from_path([*session.path_to(), pending]).messages)
 
 
-def preview(prep: CompactionPreparation, instructions: str | None) -> CompactionPreview:
+def preview(
+    prep: CompactionPreparation,
+    instructions: str | None,
+    reasoning: str | None = None,
+    limit: OutputLimit | None = None,
+) -> CompactionPreview:
     """What a compaction would do, as ``compact --dry-run`` and ``pi/beforeCompact`` show it.
 
     ``prompt`` is the history request :func:`compact` sends first (built by
-    the same ``pipeline.requests``), ``""`` where none is sent.
+    the same ``pipeline.requests``), ``""`` where none is sent; ``requests``
+    every request in the order it is sent, as sent (before any shrinking).
+    The other fields are Pi 1.6.0's preparation.
     """
-    requests = compaction_requests(prep, instructions)
+    requests = compaction_requests(prep, instructions, reasoning, limit)
     lists = prep.file_lists
     return CompactionPreview(
         first_kept_entry_id=prep.first_kept_entry_id,
@@ -215,6 +234,18 @@ def preview(prep: CompactionPreparation, instructions: str | None) -> Compaction
         turn_prefix_serialized=requests.turn_prefix_serialized,
         prompt=requests.history.prompt if requests.history else "",
         nothing_to_compact=prep.nothing_to_compact,
+        requests=[request_view(r) for r in requests.in_order],
+    )
+
+
+def request_view(request: SummaryRequest) -> SummaryRequestView:
+    """A request as the dry run shows it: the exact texts, the output limit and the reasoning level."""
+    return SummaryRequestView(
+        purpose=request.purpose,
+        system_prompt=request.system_prompt,
+        prompt=request.prompt,
+        max_tokens=request.max_tokens,
+        reasoning=request.reasoning,
     )
 
 

@@ -20,6 +20,9 @@ Contracts:
 - Hook points for the daemon: ``supplied`` is a finished summary (a
   ``pi/beforeTree`` hook; stored with ``fromHook: true``, used only when a
   summary was asked for) and ``review`` may edit or reject a generated one.
+- The branch-summary request carries the session's thinking level
+  (``reasoning``) and the summarizer's output limit, like a compaction's
+  (Pi 1.6.0; 0.73.1 sent neither and capped the output at 2048 tokens).
 """
 
 from __future__ import annotations
@@ -35,9 +38,9 @@ from pi_sessiond.compaction.fileops import compute_file_lists, format_file_opera
 from pi_sessiond.compaction.prompts import BRANCH_SUMMARY_PREAMBLE
 from pi_sessiond.compaction.tokens import estimate_context_tokens, estimate_tokens
 from pi_sessiond.errors import Conflict
-from pi_sessiond.pipeline.compaction import Progress, Reviewer, streamed_percentage
+from pi_sessiond.pipeline.compaction import Progress, Reviewer, session_reasoning, streamed_percentage
 from pi_sessiond.pipeline.requests import branch_job
-from pi_sessiond.pipeline.summaries import run_job
+from pi_sessiond.pipeline.summaries import RunOptions, run_job
 from pi_sessiond.store.context import context_from_path
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.kinds import content_text
@@ -108,15 +111,29 @@ async def generate_branch_summary(
     custom_instructions: str | None = None,
     replace_instructions: bool = False,
     progress: Progress | None = None,
+    reasoning: str | None = None,
+    options: RunOptions | None = None,
 ) -> BranchSummary:
-    """Summarize abandoned entries (oldest first) as Pi's ``generateBranchSummary``."""
+    """Summarize abandoned entries (oldest first) as Pi's ``generateBranchSummary``.
+
+    ``reserve_tokens`` (``branchSummary.reserveTokens``) sizes the input
+    budget; the output limit is the summarizer's (``pipeline.requests``);
+    ``reasoning`` is the session's thinking level.
+    """
+    options = options or RunOptions()
     budget = summarizer.context_window - reserve_tokens
     prep = prepare_branch_entries(entries, max(budget, 0))
     if not prep.messages:
         return BranchSummary(summary=NO_CONTENT)
     on_tokens = (lambda n: progress(f"{n} tokens streamed", streamed_percentage(n))) if progress else None
-    job = branch_job(prep.messages, instructions=custom_instructions, replace_instructions=replace_instructions)
-    text = await run_job(summarizer, job, on_tokens)
+    job = branch_job(
+        prep.messages,
+        limit=options.limit_for(summarizer),
+        instructions=custom_instructions,
+        replace_instructions=replace_instructions,
+        reasoning=reasoning,
+    )
+    text = await run_job(summarizer, job, on_tokens, options)
     lists = compute_file_lists(prep.file_ops)
     body = BRANCH_SUMMARY_PREAMBLE + text.text + format_file_operations(lists.read_files, lists.modified_files)
     return BranchSummary(
@@ -150,6 +167,7 @@ async def navigate_tree(
     supplied: BranchSummary | None = None,
     review: Reviewer | None = None,
     plan: NavigationPlan | None = None,
+    options: RunOptions | None = None,
 ) -> NavigateResult:
     """Move the leaf to ``target_id`` like Pi's ``/tree``, summarizing the branch left if asked.
 
@@ -176,6 +194,8 @@ async def navigate_tree(
                 custom_instructions=custom_instructions,
                 replace_instructions=replace_instructions,
                 progress=progress,
+                reasoning=session_reasoning(session),
+                options=options,
             )
             if review is not None:
                 summary = attrs.evolve(summary, summary=await _reviewed(session, target, summary, review))

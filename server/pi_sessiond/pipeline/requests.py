@@ -9,19 +9,28 @@ answer must have. The real run (``pipeline.summaries``) and the preview
 construction the text that is sent (before any shrinking on a context-length
 error, which drops the oldest messages and builds again).
 
-Rules (Pi 0.73.1):
-- history: ``int(0.8 * reserveTokens)`` output tokens, the previous summary
-  and custom instructions in the prompt, the session's thinking level;
-- turn prefix: ``int(0.5 * reserveTokens)``, no instructions; asked only for
-  a split turn whose prefix has messages; the history request is then
-  skipped when nothing precedes the turn (Pi's "No prior history.");
-- branch: :data:`BRANCH_MAX_TOKENS`, custom instructions added to or
-  replacing the guidance, no reasoning level.
+Rules (Pi 1.6.0):
+- output limit of every request (:func:`output_limit`, PROTOCOL.md "Settings"
+  additions): ``summarizer.maxTokens``, else the summarizer model's own limit
+  (``models`` / Pi's ``models.json`` / the built-in table, resolved by the
+  daemon into :class:`OutputLimit`), else ``min(32000, window - input -
+  1024)`` with the input estimated as ``ceil(chars / 4)`` of both texts
+  (never below 1024);
+  ``reserveTokens`` plays no part (it only sets the trigger);
+- history: the previous summary and custom instructions in the prompt, the
+  session's thinking level;
+- turn prefix: custom instructions too, the thinking level; asked only for a
+  split turn whose prefix has messages. The history request is then skipped
+  when no messages precede the turn: the history part is the previous
+  summary as it is, or Pi's "No prior history." without one;
+- branch: custom instructions added to or replacing the guidance, the
+  session's thinking level.
 Pure: no I/O, no awaits.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +39,7 @@ import attrs
 from pi_sessiond.compaction.convert import convert_to_llm
 from pi_sessiond.compaction.prepare import CompactionPreparation
 from pi_sessiond.compaction.prompts import (
+    NO_PRIOR_HISTORY,
     SUMMARIZATION_SYSTEM_PROMPT,
     build_branch_prompt,
     build_summary_prompt,
@@ -40,9 +50,8 @@ from pi_sessiond.summarizers.base import Purpose, SummaryRequest
 
 JsonDict = dict[str, Any]
 
-HISTORY_SHARE = 0.8
-TURN_PREFIX_SHARE = 0.5
-BRANCH_MAX_TOKENS = 2048
+DERIVED_MAX = 32000
+WINDOW_MARGIN = 1024
 HISTORY_HEADINGS = (
     "## Goal",
     "## Constraints & Preferences",
@@ -54,7 +63,7 @@ HISTORY_HEADINGS = (
     "## Next Steps",
     "## Critical Context",
 )
-TURN_PREFIX_HEADINGS = ("## Original Request", "## Early Progress", "## Context for Suffix")
+TURN_PREFIX_HEADINGS = ("## Original Request", "## Progress So Far", "## Context Needed to Continue")
 BRANCH_HEADINGS = HISTORY_HEADINGS[:-1]
 
 
@@ -64,12 +73,36 @@ def serialize_messages(messages: Sequence[JsonDict]) -> str:
 
 
 @attrs.frozen(kw_only=True)
+class OutputLimit:
+    """What a request's output limit is made of: ``summarizer.maxTokens``, the model's limit, the window."""
+
+    max_tokens: int | None = None
+    model_max_output: int | None = None
+    context_window: int = 128000
+
+
+def output_limit(limit: OutputLimit, input_tokens: int) -> int:
+    """The output limit of a request whose input is ``input_tokens`` (the rule in the module docstring)."""
+    if limit.max_tokens:
+        return limit.max_tokens
+    if limit.model_max_output:
+        return limit.model_max_output
+    # An input that leaves no room does not fit at all: the provider's context-length error shrinks it.
+    return max(WINDOW_MARGIN, min(DERIVED_MAX, limit.context_window - input_tokens - WINDOW_MARGIN))
+
+
+def input_tokens(*texts: str) -> int:
+    """Pi's estimate of what a request sends: ``ceil(chars / 4)``."""
+    return math.ceil(sum(len(t) for t in texts) / 4)
+
+
+@attrs.frozen(kw_only=True)
 class SummaryJob:
     """One summary to ask for: of which messages, for what purpose, within which limits."""
 
     purpose: Purpose
     messages: tuple[JsonDict, ...]
-    max_tokens: int
+    limit: OutputLimit = attrs.field(factory=OutputLimit)
     reasoning: str | None = None
     previous_summary: str | None = None
     instructions: str | None = None
@@ -82,10 +115,11 @@ class SummaryJob:
 
     def request_for(self, serialized: str, messages: Sequence[JsonDict]) -> SummaryRequest:
         """The request for ``messages`` already serialized as ``serialized``."""
+        prompt = self._prompt(serialized)
         return SummaryRequest(
             system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
-            prompt=self._prompt(serialized),
-            max_tokens=self.max_tokens,
+            prompt=prompt,
+            max_tokens=output_limit(self.limit, input_tokens(SUMMARIZATION_SYSTEM_PROMPT, prompt)),
             purpose=self.purpose,
             reasoning=self.reasoning,
             messages=tuple(messages),
@@ -98,7 +132,7 @@ class SummaryJob:
         if self.purpose == "history":
             return build_summary_prompt(serialized, self.previous_summary, self.instructions)
         if self.purpose == "turnPrefix":
-            return build_turn_prefix_prompt(serialized)
+            return build_turn_prefix_prompt(serialized, self.instructions)
         return build_branch_prompt(serialized, self.instructions, self.replace)
 
     @property
@@ -115,7 +149,7 @@ class SummaryJob:
 def history_job(
     messages: Sequence[JsonDict],
     *,
-    reserve_tokens: int,
+    limit: OutputLimit | None = None,
     previous_summary: str | None = None,
     instructions: str | None = None,
     reasoning: str | None = None,
@@ -124,31 +158,44 @@ def history_job(
     return SummaryJob(
         purpose="history",
         messages=tuple(messages),
-        max_tokens=int(HISTORY_SHARE * reserve_tokens),
+        limit=limit or OutputLimit(),
         reasoning=reasoning,
         previous_summary=previous_summary,
         instructions=instructions,
     )
 
 
-def turn_prefix_job(messages: Sequence[JsonDict], *, reserve_tokens: int, reasoning: str | None = None) -> SummaryJob:
+def turn_prefix_job(
+    messages: Sequence[JsonDict],
+    *,
+    limit: OutputLimit | None = None,
+    instructions: str | None = None,
+    reasoning: str | None = None,
+) -> SummaryJob:
     """The summary of a split turn's prefix."""
     return SummaryJob(
         purpose="turnPrefix",
         messages=tuple(messages),
-        max_tokens=int(TURN_PREFIX_SHARE * reserve_tokens),
+        limit=limit or OutputLimit(),
         reasoning=reasoning,
+        instructions=instructions,
     )
 
 
 def branch_job(
-    messages: Sequence[JsonDict], *, instructions: str | None = None, replace_instructions: bool = False
+    messages: Sequence[JsonDict],
+    *,
+    limit: OutputLimit | None = None,
+    instructions: str | None = None,
+    replace_instructions: bool = False,
+    reasoning: str | None = None,
 ) -> SummaryJob:
     """A branch summary's body (the caller adds the preamble and file lists)."""
     return SummaryJob(
         purpose="branch",
         messages=tuple(messages),
-        max_tokens=BRANCH_MAX_TOKENS,
+        limit=limit or OutputLimit(),
+        reasoning=reasoning,
         instructions=instructions,
         replace=replace_instructions,
     )
@@ -159,33 +206,38 @@ class CompactionJobs:
     """The summaries a compaction asks for.
 
     ``history`` is ``None`` where no history request is sent (a split turn with
-    nothing before it); ``turn_prefix`` is ``None`` unless the turn is split
-    and its prefix has messages. A preparation with something to compact has
-    at least one of them.
+    no messages before it): ``head`` is then the history part as it stands
+    (the previous summary, or Pi's ``No prior history.``). ``turn_prefix`` is
+    ``None`` unless the turn is split and its prefix has messages. A
+    preparation with something to compact has at least one job.
     """
 
     history: SummaryJob | None
     turn_prefix: SummaryJob | None
+    head: str = NO_PRIOR_HISTORY
 
 
 def compaction_jobs(
-    prep: CompactionPreparation, instructions: str | None = None, reasoning: str | None = None
+    prep: CompactionPreparation,
+    instructions: str | None = None,
+    reasoning: str | None = None,
+    limit: OutputLimit | None = None,
 ) -> CompactionJobs:
-    """The jobs for ``prep`` with the output limits of its ``reserveTokens``."""
-    reserve = prep.settings.reserve_tokens
+    """The jobs for ``prep``: history (and turn prefix), with ``limit``'s output limits."""
     prefix = None
     if prep.is_split_turn and prep.turn_prefix_messages:
-        prefix = turn_prefix_job(prep.turn_prefix_messages, reserve_tokens=reserve, reasoning=reasoning)
+        prefix = turn_prefix_job(prep.turn_prefix_messages, limit=limit, instructions=instructions, reasoning=reasoning)
     history = None
     if prefix is None or prep.messages_to_summarize:
         history = history_job(
             prep.messages_to_summarize,
-            reserve_tokens=reserve,
+            limit=limit,
             previous_summary=prep.previous_summary,
             instructions=instructions,
             reasoning=reasoning,
         )
-    return CompactionJobs(history=history, turn_prefix=prefix)
+    head = prep.previous_summary if prep.previous_summary is not None else NO_PRIOR_HISTORY
+    return CompactionJobs(history=history, turn_prefix=prefix, head=head)
 
 
 @attrs.frozen
@@ -197,12 +249,20 @@ class CompactionRequests:
     history: SummaryRequest | None
     turn_prefix: SummaryRequest | None
 
+    @property
+    def in_order(self) -> tuple[SummaryRequest, ...]:
+        """The requests in the order they are sent (history, then turn prefix)."""
+        return tuple(r for r in (self.history, self.turn_prefix) if r is not None)
+
 
 def compaction_requests(
-    prep: CompactionPreparation, instructions: str | None = None, reasoning: str | None = None
+    prep: CompactionPreparation,
+    instructions: str | None = None,
+    reasoning: str | None = None,
+    limit: OutputLimit | None = None,
 ) -> CompactionRequests:
     """The requests :func:`compaction_jobs` sends first, and the serialized conversations in them."""
-    jobs = compaction_jobs(prep, instructions, reasoning)
+    jobs = compaction_jobs(prep, instructions, reasoning, limit)
     serialized = serialize_messages(prep.messages_to_summarize)
     prefix = serialize_messages(jobs.turn_prefix.messages) if jobs.turn_prefix else ""
     history = jobs.history.request_for(serialized, jobs.history.messages) if jobs.history else None

@@ -33,6 +33,7 @@ from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.models import context_window
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.service.stats import leaf_context_tokens, usage_is_fresh
+from pi_sessiond.settings import compaction_for
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session
 
@@ -111,4 +112,4 @@ def threshold_reached(session: Session, written: Sequence[Entry], window: int, s
     else:
         usage = assistant_usage(message)
         tokens = calculate_context_tokens(usage) if usage is not None else 0
-    return should_compact(tokens, window, settings.compaction)
+    return should_compact(tokens, window, compaction_for(settings.compaction, session.context().model))

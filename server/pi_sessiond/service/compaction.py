@@ -23,7 +23,7 @@ from pi_protocol.params import CompactParams, ReportOverflowParams
 from pi_protocol.results import Compacted, CompactionEnded, CompactionStarted, Reason, SessionChanged
 from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
 from pi_sessiond.errors import NothingToCompact, PiError
-from pi_sessiond.pipeline.compaction import compact, refusal
+from pi_sessiond.pipeline.compaction import compact, refusal, session_reasoning
 from pi_sessiond.pipeline.compaction import preview as preview_of
 from pi_sessiond.service import hooks
 from pi_sessiond.service.core import Core, apply_durability
@@ -93,10 +93,11 @@ def preview(core: Core, opened: OpenSession, instructions: str | None) -> Compac
     """
     session = opened.session
     path = session.path_to()
-    prep = prepare_compaction(path, core.settings_for(opened).compaction, session.projection())
+    settings = core.settings_for(opened)
+    prep = prepare_compaction(path, core.compaction_settings(opened, settings), session.projection())
     if prep is None:
         raise NothingToCompact(refusal(path))
-    return preview_of(prep, instructions)
+    return preview_of(prep, instructions, session_reasoning(session), core.run_options(settings).limit)
 
 
 def start_threshold(core: Core, opened: OpenSession) -> None:
@@ -157,11 +158,12 @@ async def compact_session(
         result = await compact(
             session,
             summarizer,
-            settings=settings.compaction,
+            settings=core.compaction_settings(opened, settings),
             custom_instructions=instructions,
             progress=report,
             supply=supply,
             review=hooks.reviewer(core, opened, settings, "compaction"),
+            options=core.run_options(settings, report),
         )
     finally:
         await summarizer.aclose()

@@ -14,16 +14,21 @@ from typing import Any
 import attrs
 
 from pi_protocol import unstructure
-from pi_protocol.settings import Settings
+from pi_protocol.settings import CompactionSettings, Settings
+from pi_sessiond.pipeline.requests import OutputLimit
+from pi_sessiond.pipeline.summaries import RunOptions
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
+from pi_sessiond.service.models import summarizer_max_output
 from pi_sessiond.service.registry import OpenSession, Registry
 from pi_sessiond.service.settings_store import SettingsStore
+from pi_sessiond.settings import compaction_for
 from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.base import Summarizer
 from pi_sessiond.summarizers.config import SummarizerSettings, summarizer_settings
 
 SummarizerFactory = Callable[[SummarizerSettings], Summarizer]
+Report = Callable[[str, int | None], None]
 log = logging.getLogger("pi_sessiond.service")
 
 
@@ -48,6 +53,24 @@ class Core:
     def summarizer(self, settings: Settings) -> Summarizer:
         """A summarizer built from ``summarizer.*`` (close it with ``aclose``)."""
         return self.summarizer_factory(summarizer_settings(settings.summarizer))
+
+    def compaction_settings(self, opened: OpenSession, settings: Settings | None = None) -> CompactionSettings:
+        """``compaction.*`` resolved for the session's model (``compaction.modelOverrides``)."""
+        settings = settings or self.settings_for(opened)
+        return compaction_for(settings.compaction, opened.session.context().model)
+
+    def run_options(self, settings: Settings, report: Report | None = None) -> RunOptions:
+        """How summaries are asked for under ``settings``; each retry is reported through ``report``."""
+        section = settings.summarizer
+        limit = OutputLimit(
+            max_tokens=section.max_tokens,
+            model_max_output=summarizer_max_output(settings),
+            context_window=section.context_window,
+        )
+        on_retry = (lambda notice: report(notice.message, None)) if report is not None else None
+        return RunOptions(
+            limit=limit, retry=settings.retry, parallel_split_turn=section.parallel_split_turn, on_retry=on_retry
+        )
 
     def notify(self, method: str, payload: Any) -> None:
         """Send a notification as plain JSON; a failing sink is logged, never fatal."""

@@ -38,7 +38,7 @@ from pi_protocol.results import (
 from pi_protocol.settings import Settings
 from pi_sessiond.compaction.prepare import CompactionPreparation
 from pi_sessiond.errors import Rejected
-from pi_sessiond.pipeline.compaction import Reviewer, preview
+from pi_sessiond.pipeline.compaction import Reviewer, preview, session_reasoning
 from pi_sessiond.pipeline.navigation import BranchSummary, NavigationPlan
 from pi_sessiond.service.core import Core
 from pi_sessiond.service.registry import OpenSession
@@ -92,7 +92,7 @@ async def before_compact(
         return None
     payload = BeforeCompactParams(
         session_id=opened.key, reason=reason, will_retry=will_retry, custom_instructions=instructions,
-        preparation=hook_preparation(prep, settings, instructions),
+        preparation=hook_preparation(prep, settings, instructions, core, opened),
     )
     answer = await ask(core, "beforeCompact", methods.BEFORE_COMPACT, payload, BeforeCompactAnswer,
                        settings.daemon.hook_timeout_seconds)
@@ -105,11 +105,17 @@ async def before_compact(
     return hook_entry(opened.session, prep, answer.compaction)
 
 
-def hook_preparation(prep: CompactionPreparation, settings: Settings, instructions: str | None) -> HookPreparation:
-    """The preview of ``prep`` (as ``compact --dry-run`` prints it) plus the settings in force."""
-    shown = preview(prep, instructions)
-    return HookPreparation(**{f.name: getattr(shown, f.name) for f in attrs.fields(type(shown))},
-                           settings=unstructure(settings))
+def hook_preparation(
+    prep: CompactionPreparation, settings: Settings, instructions: str | None, core: Core, opened: OpenSession
+) -> HookPreparation:
+    """The preview of ``prep`` (as ``compact --dry-run`` prints it) plus the settings in force.
+
+    ``settings.compaction`` is the preparation's own: resolved for the
+    session's model (``compaction.modelOverrides``), as Pi's ``preparation.settings``.
+    """
+    shown = preview(prep, instructions, session_reasoning(opened.session), core.run_options(settings).limit)
+    in_force = unstructure(attrs.evolve(settings, compaction=prep.settings))
+    return HookPreparation(**{f.name: getattr(shown, f.name) for f in attrs.fields(type(shown))}, settings=in_force)
 
 
 def hook_entry(session: Session, prep: CompactionPreparation, given: HookCompaction) -> JsonDict | None:

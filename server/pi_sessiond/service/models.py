@@ -1,8 +1,14 @@
-"""The agent model's context window (PROTOCOL.md "Settings").
+"""The agent model's context window and the summarizer model's output limit (PROTOCOL.md "Settings").
 
-Resolution order: ``contextWindow`` if set; else ``models["<provider>/<modelId>"].contextWindow``
-(the settings, then Pi's ``<agent dir>/models.json``); else a small built-in
-table of common models (longest matching prefix wins); else 128000.
+Window resolution order: ``contextWindow`` if set; else
+``models["<provider>/<modelId>"].contextWindow`` (the settings, then Pi's
+``<agent dir>/models.json``); else a small built-in table of common models
+(longest matching prefix wins); else 128000.
+
+Output limit of the summarizer model (``summarizer.provider`` /
+``summarizer.model``): ``models[…].maxTokens``, then Pi's ``models.json``,
+then :data:`BUILTIN_MAX_OUTPUT`; ``None`` when none knows it (the request
+builder then derives one from the window).
 """
 
 from __future__ import annotations
@@ -38,6 +44,20 @@ BUILTIN_WINDOWS: dict[str, int] = {
     "kimi-k2": 131072,
 }
 
+BUILTIN_MAX_OUTPUT: dict[str, int] = {
+    "claude-3-5": 8192,
+    "claude-3-7": 64000,
+    "claude-sonnet-4": 64000,
+    "claude-opus-4": 32000,
+    "claude-haiku-4": 64000,
+    "gpt-4o": 16384,
+    "gpt-4.1": 32768,
+    "gpt-5": 128000,
+    "o1": 100000,
+    "o3": 100000,
+    "o4-mini": 100000,
+}
+
 _models_json_cache: dict[Path, tuple[tuple[int, int], JsonDict]] = {}
 
 
@@ -49,39 +69,54 @@ def context_window(settings: Settings, model: Mapping[str, Any] | None) -> int:
     model_id = str((model or {}).get("modelId") or "")
     if not model_id:
         return FALLBACK_WINDOW
-    configured = _from_models(settings.models, provider, model_id)
-    if configured is None:
-        configured = _from_pi_models_json(provider, model_id)
-    return configured if configured is not None else builtin_window(model_id)
+    return _configured(settings, provider, model_id, "contextWindow") or builtin_window(model_id)
+
+
+def summarizer_max_output(settings: Settings) -> int | None:
+    """The summarizer model's own output limit, or ``None`` when unknown (see the module docstring)."""
+    section = settings.summarizer
+    if section.provider == "offline" or not section.model:
+        return None
+    found = _configured(settings, section.provider, section.model, "maxTokens")
+    return found or _longest_prefix(BUILTIN_MAX_OUTPUT, section.model)
 
 
 def builtin_window(model_id: str) -> int:
     """The built-in table's window for ``model_id`` (provider prefixes like ``openai/`` ignored)."""
+    return _longest_prefix(BUILTIN_WINDOWS, model_id) or FALLBACK_WINDOW
+
+
+def _longest_prefix(table: Mapping[str, int], model_id: str) -> int | None:
     name = model_id.rsplit("/", 1)[-1].lower()
     best = ""
-    for prefix in BUILTIN_WINDOWS:
+    for prefix in table:
         if name.startswith(prefix) and len(prefix) > len(best):
             best = prefix
-    return BUILTIN_WINDOWS[best] if best else FALLBACK_WINDOW
+    return table[best] if best else None
 
 
-def _window_of(value: Any) -> int | None:
+def _configured(settings: Settings, provider: str, model_id: str, key: str) -> int | None:
+    configured = _from_models(settings.models, provider, model_id, key)
+    return configured if configured is not None else _from_pi_models_json(provider, model_id, key)
+
+
+def _number_of(value: Any, key: str) -> int | None:
     if not isinstance(value, Mapping):
         return None
-    window = value.get("contextWindow")
-    if isinstance(window, int | float) and not isinstance(window, bool) and window > 0:
-        return int(window)
+    number = value.get(key)
+    if isinstance(number, int | float) and not isinstance(number, bool) and number > 0:
+        return int(number)
     return None
 
 
-def _from_models(models: Any, provider: str, model_id: str) -> int | None:
+def _from_models(models: Any, provider: str, model_id: str, key: str) -> int | None:
     if not isinstance(models, Mapping):
         return None
-    return _window_of(models.get(f"{provider}/{model_id}")) or _window_of(models.get(model_id))
+    return _number_of(models.get(f"{provider}/{model_id}"), key) or _number_of(models.get(model_id), key)
 
 
-def _from_pi_models_json(provider: str, model_id: str) -> int | None:
-    """Pi's ``models.json``: ``{"providers": {name: {"models": [{"id", "contextWindow"}]}}}``."""
+def _from_pi_models_json(provider: str, model_id: str, key: str) -> int | None:
+    """Pi's ``models.json``: ``{"providers": {name: {"models": [{"id", "contextWindow", "maxTokens"}]}}}``."""
     providers = _read_models_json().get("providers")
     if not isinstance(providers, Mapping):
         return None
@@ -91,7 +126,7 @@ def _from_pi_models_json(provider: str, model_id: str) -> int | None:
         return None
     for model in models:
         if isinstance(model, Mapping) and model.get("id") == model_id:
-            return _window_of(model)
+            return _number_of(model, key)
     return None
 
 

@@ -88,6 +88,7 @@ async def _navigate(
             supplied=supplied,
             review=hooks.reviewer(core, opened, settings, "branchSummary"),
             plan=plan,
+            options=core.run_options(settings, report),
         )
     finally:
         if summarizer is not None:

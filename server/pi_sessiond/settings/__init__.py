@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from pi_protocol.settings import CompactionSettings, Settings
 from pi_sessiond.settings.check import first_problem
 from pi_sessiond.settings.files import global_path, project_path, read_json_file
@@ -32,6 +34,7 @@ __all__ = [
     "Layer",
     "Resolved",
     "Settings",
+    "compaction_for",
     "file_layer",
     "first_problem",
     "global_path",
@@ -58,3 +61,20 @@ def load_settings(cwd: str | None = None, overrides: Mapping[str, Any] | None = 
 def file_layer(name: str, path: Path) -> Layer:
     """The layer ``name`` read from the settings file ``path``."""
     return Layer(name, read_json_file(path), str(path))
+
+
+def compaction_for(compaction: CompactionSettings, model: Mapping[str, Any] | None) -> CompactionSettings:
+    """``compaction.*`` resolved for ``model`` (``{provider, modelId}``), as Pi 1.6.0's ``getCompactionSettings``.
+
+    Each of ``reserveTokens`` and ``keepRecentTokens`` comes from
+    ``modelOverrides["provider/modelId"]`` when set there, else from the
+    ordinary key; ``enabled`` stays global. The result carries no overrides
+    (it is what a preparation's ``settings`` shows).
+    """
+    key = f"{(model or {}).get('provider') or ''}/{(model or {}).get('modelId') or ''}"
+    override = compaction.model_overrides.get(key)
+    reserve, keep = compaction.reserve_tokens, compaction.keep_recent_tokens
+    if override is not None:
+        reserve = override.reserve_tokens if override.reserve_tokens is not None else reserve
+        keep = override.keep_recent_tokens if override.keep_recent_tokens is not None else keep
+    return attrs.evolve(compaction, reserve_tokens=reserve, keep_recent_tokens=keep, model_overrides={})

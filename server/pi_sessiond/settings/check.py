@@ -57,12 +57,45 @@ def check_layer(data: Mapping[str, Any], cls: type[Any] = Settings, prefix: str 
             if sub:  # an empty section sets nothing (and claims no source)
                 clean[key] = sub
             continue
+        value_type = section_map(hint)
+        if value_type is not None:
+            entries, more = _check_map(value, value_type, dotted)
+            problems += more
+            if entries is not None:
+                clean[key] = entries
+            continue
         problem = leaf_problem(value, field, hint)
         if problem is None:
             clean[key] = value
         else:
             problems.append((dotted + problem[0], problem[1]))
     return clean, problems
+
+
+def section_map(hint: Any) -> type[Any] | None:
+    """The section class ``C`` of a ``dict[str, C]`` field (a map whose values are sections), else ``None``."""
+    if get_origin(hint) is dict:
+        value_type = get_args(hint)[1]
+        if attrs.has(value_type):
+            return typing.cast(type[Any], value_type)
+    return None
+
+
+def _check_map(value: Any, value_type: type[Any], dotted: str) -> tuple[JsonDict | None, list[Problem]]:
+    """A map of sections checked entry by entry and field by field (``None``: not an object at all)."""
+    if not isinstance(value, dict):
+        return None, [(dotted, _message(StructureError([], "an object", value)))]
+    entries: JsonDict = {}
+    problems: list[Problem] = []
+    for name, item in value.items():
+        if not isinstance(item, dict):
+            problems.append((f"{dotted}.{name}", _message(StructureError([], "an object", item))))
+            continue
+        entry, more = check_layer(item, value_type, f"{dotted}.{name}.")
+        problems += more
+        if entry or not item:  # an entry emptied by its problems sets nothing (and claims no source)
+            entries[name] = entry
+    return (entries if entries or not value else None), problems
 
 
 def leaf_problem(value: Any, field: attrs.Attribute[Any], hint: Any) -> Problem | None:

@@ -14,13 +14,16 @@ metadata}``. Rules:
   per-request identifier the Messages API accepts; a fresh opaque value keeps
   the summary from being grouped with the agent's own conversation and says
   nothing about the user (Pi sends a fresh ``sessionId`` per summary).
+- **Output limit**: ``max_tokens`` is always sent: ``request.max_tokens``
+  (the output-limit rule of ``pipeline.requests``).
 - **Thinking**: when ``request.reasoning`` is a level (not ``None``/``off``),
   ``thinking: {type: "enabled", budget_tokens: B}`` with B = 1024 / 2048 /
-  8192 / 16384 / 32000 for minimal / low / medium / high / xhigh, and
-  ``max_tokens = B + request.max_tokens``, capped by ``summarizer.maxTokens``
-  when set. If the cap leaves no room above B, B shrinks to
-  ``max_tokens - 1024`` (Pi's ``adjustMaxTokensForThinking``); below
+  8192 / 16384 / 32000 for minimal / low / medium / high / xhigh, within that
+  limit: if it leaves no room above B, B shrinks to ``max_tokens - 1024``
+  (Pi's ``adjustMaxTokensForThinking``); below
   Anthropic's minimum of 1024 thinking is left off.
+- ``stop_reason: "max_tokens"`` is reported as ``length``; a tool-use block
+  (or ``stop_reason: "tool_use"``) as ``toolUse``.
 - The answer is the text blocks joined with ``"\\n"``; thinking is not part
   of it but counts towards progress.
 """
@@ -34,7 +37,7 @@ import httpx
 
 from pi_protocol import Usage
 
-from .base import JsonDict, SummaryRequest, SummaryResult
+from .base import JsonDict, StopReason, SummaryRequest, SummaryResult
 from .config import SummarizerSettings
 from .http import HttpSummarizer, ProgressMeter, as_int, merge_headers
 from .sse import aiter_sse, json_data
@@ -57,15 +60,14 @@ ERROR_STATUS = {
 }
 
 
-def thinking_plan(reasoning: str | None, max_tokens: int, cap: int | None) -> tuple[int, int | None]:
+def thinking_plan(reasoning: str | None, max_tokens: int) -> tuple[int, int | None]:
     """``(max_tokens, budget_tokens or None)`` for a request; see the module docstring."""
     budget = THINKING_BUDGETS.get(reasoning or "")
     if budget is None:
-        return (min(max_tokens, cap) if cap else max_tokens), None
-    total = min(budget + max_tokens, cap) if cap else budget + max_tokens
-    if total <= budget:
-        budget = max(0, total - MIN_OUTPUT_TOKENS)
-    return total, (budget if budget >= MIN_THINKING_BUDGET else None)
+        return max_tokens, None
+    if max_tokens <= budget:
+        budget = max(0, max_tokens - MIN_OUTPUT_TOKENS)
+    return max_tokens, (budget if budget >= MIN_THINKING_BUDGET else None)
 
 
 def anthropic_usage(data: JsonDict) -> Usage:
@@ -119,7 +121,7 @@ class AnthropicSummarizer(HttpSummarizer):
 
     def build_body(self, request: SummaryRequest) -> JsonDict:
         """The streaming Messages body (no ``cache_control``; fresh ``metadata.user_id``)."""
-        max_tokens, budget = thinking_plan(request.reasoning, request.max_tokens, self.settings.max_tokens)
+        max_tokens, budget = thinking_plan(request.reasoning, request.max_tokens)
         body: JsonDict = {
             "model": self.model,
             "max_tokens": max_tokens,
@@ -191,9 +193,15 @@ class AnthropicSummarizer(HttpSummarizer):
         if not state.done:
             raise self.error("truncated stream: ended before message_stop", retryable=True)
         text = "\n".join("".join(parts) for _, parts in sorted(state.blocks.items()))
-        if not text.strip():
-            if state.tool_calls or state.stop_reason == "tool_use":
-                raise self.error("the model answered with tool calls only", retryable=True)
-            raise self.error("empty answer", retryable=True)
         usage = anthropic_usage(state.usage)
-        return SummaryResult(text=text, usage=usage, provider=self.provider, model=self.model)
+        return SummaryResult(
+            text=text, usage=usage, provider=self.provider, model=self.model, stop_reason=_stop_reason(state)
+        )
+
+
+def _stop_reason(state: _Stream) -> StopReason:
+    if state.stop_reason == "max_tokens":
+        return "length"
+    if state.tool_calls or state.stop_reason == "tool_use":
+        return "toolUse"
+    return "stop"

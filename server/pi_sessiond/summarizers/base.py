@@ -2,7 +2,11 @@
 
 A summarizer turns one :class:`SummaryRequest` (system prompt, one user
 message holding the serialized conversation and instructions, an output cap,
-an optional reasoning level) into a :class:`SummaryResult` (text + usage).
+an optional reasoning level) into a :class:`SummaryResult` (text, usage and
+why the model stopped). A summarizer makes exactly one attempt: transient
+failures are retried by the one retry layer (:mod:`.retry`, driven by
+``retry.*``), which reads :attr:`SummarizerError.retryable` and
+``retry_after`` from the errors a provider raises.
 Cancellation is plain asyncio cancellation: a cancelled ``summarize`` closes
 its HTTP stream at once and re-raises ``CancelledError``; it never returns a
 partial summary. ``progress`` is called with the number of output tokens
@@ -20,6 +24,8 @@ from pi_protocol import Usage
 
 JsonDict = dict[str, Any]
 Purpose = Literal["history", "turnPrefix", "branch"]
+StopReason = Literal["stop", "length", "toolUse"]
+"""Why the model stopped: done, at its output-token limit, or to call a tool."""
 ProgressCallback = Callable[[int], None]
 
 
@@ -46,10 +52,15 @@ class SummaryRequest:
 
 @attrs.frozen(kw_only=True)
 class SummaryResult:
-    """The model's answer: its text blocks joined with newlines, and what it cost."""
+    """The model's answer: its text blocks joined with newlines, what it cost and why it stopped.
+
+    A ``length`` or ``toolUse`` answer is returned, not raised: whether it may
+    be used is the pipeline's decision (it never is: ``summaryIncomplete``).
+    """
 
     text: str
     usage: Usage = attrs.field(factory=Usage)
+    stop_reason: StopReason = "stop"
     provider: str = ""
     model: str = ""
 
@@ -70,7 +81,7 @@ class Summarizer(Protocol):
     async def summarize(
         self, request: SummaryRequest, *, progress: ProgressCallback | None = None
     ) -> SummaryResult:
-        """Produce the summary; raises :class:`SummarizerError` after retries."""
+        """Produce the summary in one attempt; raises :class:`SummarizerError` on failure."""
         ...
 
     async def aclose(self) -> None:

@@ -1,9 +1,9 @@
 """``summarizer.*`` settings (PROTOCOL.md "Settings") as the summarizers take them.
 
 The keys, defaults and allowed values are :class:`pi_protocol.settings.SummarizerSection`
-(the settings tree); :class:`SummarizerSettings` adds the HTTP layer's retry
-policy, which is not a setting (yet). The key itself is never a setting:
-``api_key_env`` names the environment variable that holds it.
+(the settings tree). The key itself is never a setting: ``api_key_env`` names
+the environment variable that holds it. Retries are not the summarizers'
+business (``retry.*`` drives :mod:`pi_sessiond.summarizers.retry`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,9 @@ from pi_protocol.settings import SummarizerSection
 
 @attrs.frozen(kw_only=True)
 class SummarizerSettings(SummarizerSection):
-    """How to reach the summarizer model, and how often to retry it."""
-
-    max_retries: int = 3
-    retry_base_delay: float = 1.0
-    retry_max_delay: float = 30.0
+    """How to reach the summarizer model."""
 
 
 def summarizer_settings(section: SummarizerSection) -> SummarizerSettings:
-    """``summarizer.*`` of the settings tree, with the default retry policy."""
+    """``summarizer.*`` of the settings tree, as the providers take it."""
     return SummarizerSettings(**{f.name: getattr(section, f.name) for f in attrs.fields(SummarizerSection)})

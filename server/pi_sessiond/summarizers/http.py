@@ -1,18 +1,22 @@
-"""Client plumbing shared by the HTTP providers: one client, retries, error translation.
+"""Client plumbing shared by the HTTP providers: one client, one attempt, error translation.
 
 Contract of :meth:`HttpSummarizer.summarize`:
 
 - One ``httpx.AsyncClient`` per summarizer; every network await is bounded by
   ``httpx.Timeout`` (connect ≤ 30 s, read/write/pool = ``timeout_seconds``)
-  and each attempt as a whole by :attr:`HttpSummarizer.attempt_deadline`.
-- Retried (at most ``max_retries`` times, exponential backoff with jitter
-  between ``retry_base_delay`` and ``retry_max_delay``; on 429/503 the
-  server's ``Retry-After``/``retry-after-ms`` instead, capped by the max
-  delay): connect and read timeouts, connection resets, 408/409/425/429/5xx,
-  malformed or truncated streams, empty or tool-call-only answers.
-- Not retried: other 4xx (:class:`SummarizerError` with the status and the
+  and the attempt as a whole by :attr:`HttpSummarizer.attempt_deadline`.
+- Exactly one attempt. Retrying is the one retry layer's job
+  (:mod:`pi_sessiond.summarizers.retry`, driven by ``retry.*``); this layer
+  only classifies: errors it marks ``retryable`` are the attempt deadline,
+  connect and read timeouts, connection resets, 408/409/425/429/5xx,
+  malformed or truncated streams; on 429/503 the server's ``Retry-After``/``retry-after-ms`` travels
+  as :attr:`ProviderError.retry_after`.
+- Not retryable: other 4xx (:class:`SummarizerError` with the status and the
   provider's own message) and context-length errors (:class:`ContextLengthError`,
   recognised by the patterns of Pi's ``isContextOverflow``).
+- An answer that stopped at the output limit or called a tool is a result
+  (``stop_reason`` ``length`` / ``toolUse``), not an error: the pipeline
+  refuses it (``summaryIncomplete``).
 - Every error text is redacted (the API key and sensitive header values)
   before the exception is built, so no secret reaches a message, a log line or
   a traceback. Exceptions chain (``from``) only the httpx/JSON cause.
@@ -26,9 +30,7 @@ import asyncio
 import email.utils
 import functools
 import json
-import logging
 import math
-import random
 import re
 import ssl
 import time
@@ -41,8 +43,6 @@ import httpx
 from .base import JsonDict, ProgressCallback, SummaryRequest, SummaryResult
 from .config import SummarizerSettings
 from .errors import ContextLengthError, SummarizerConfigError, SummarizerError, redact
-
-log = logging.getLogger("pi_sessiond.summarizers")
 
 MAX_ERROR_BODY = 64 * 1024
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
@@ -112,15 +112,6 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def backoff_delay(settings: SummarizerSettings, attempt: int, retry_after: float | None = None) -> float:
-    """The pause before retry number ``attempt + 1`` (``attempt`` counts from 0)."""
-    if retry_after is not None:
-        return min(retry_after, settings.retry_max_delay)
-    base = settings.retry_base_delay
-    ceiling = max(base, min(settings.retry_max_delay, base * 2**attempt))
-    return random.uniform(base, ceiling)
 
 
 @functools.cache
@@ -235,7 +226,7 @@ class HttpSummarizer:
         raise NotImplementedError
 
     def build_body(self, request: SummaryRequest) -> JsonDict:
-        """The JSON body for ``request`` (built once per :meth:`summarize`, reused by retries)."""
+        """The JSON body for ``request``."""
         raise NotImplementedError
 
     async def read_stream(self, response: httpx.Response, meter: ProgressMeter) -> SummaryResult:
@@ -245,33 +236,8 @@ class HttpSummarizer:
     # -- the request loop --------------------------------------------------------
 
     async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None) -> SummaryResult:
-        """Stream one summary, retrying transient failures; see the module docstring."""
-        body = self.build_body(request)
-        meter = ProgressMeter(progress)
-        attempts = max(0, self.settings.max_retries) + 1
-        for attempt in range(attempts):
-            try:
-                return await self._attempt(body, meter)
-            except SummarizerError as exc:
-                if not exc.retryable:
-                    raise
-                if attempt + 1 >= attempts:
-                    tries = f"{attempts} attempts" if attempts > 1 else "1 attempt"
-                    raise SummarizerError(
-                        f"{exc.detail} (gave up after {tries})", status=exc.status, retryable=True
-                    ) from exc
-                retry_after = exc.retry_after if isinstance(exc, ProviderError) else None
-                delay = backoff_delay(self.settings, attempt, retry_after)
-                log.warning(
-                    "%s attempt %d/%d failed: %s; retrying in %.2fs",
-                    self.name,
-                    attempt + 1,
-                    attempts,
-                    exc.detail,
-                    delay,
-                )
-                await asyncio.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+        """Stream one summary in one attempt; see the module docstring."""
+        return await self._attempt(self.build_body(request), ProgressMeter(progress))
 
     async def _attempt(self, body: JsonDict, meter: ProgressMeter) -> SummaryResult:
         try:
@@ -283,7 +249,7 @@ class HttpSummarizer:
                         raise await self._status_error(response)
                     return await self.read_stream(response, meter)
         except TimeoutError as exc:
-            raise self.error(f"no complete answer within {self.attempt_deadline:.0f}s") from exc
+            raise self.error(f"no complete answer within {self.attempt_deadline:.0f}s", retryable=True) from exc
         except httpx.TimeoutException as exc:
             raise self.error(f"request timed out ({type(exc).__name__})", retryable=True) from exc
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.ConnectError) as exc:

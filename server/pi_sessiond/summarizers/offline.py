@@ -55,8 +55,8 @@ _SPECS = {
     "next": ("## Next Steps", "1. "),
     "critical": ("## Critical Context", "- "),
     "request": ("## Original Request", "> "),
-    "early": ("## Early Progress", "- "),
-    "suffix": ("## Context for Suffix", "- "),
+    "early": ("## Progress So Far", "- "),
+    "suffix": ("## Context Needed to Continue", "- "),
 }
 _HISTORY = ("goal", "constraints", "done", "in_progress", "blocked", "decisions", "next", "critical")
 _BRANCH = _HISTORY[:-1]

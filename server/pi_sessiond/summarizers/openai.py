@@ -7,7 +7,8 @@ carries usage. No tools are offered.
 
 Rules (documented because servers differ):
 
-- Output cap: ``min(request.max_tokens, summarizer.maxTokens)``. It is sent as
+- Output cap: ``request.max_tokens`` (the output-limit rule of
+  ``pipeline.requests``, ``summarizer.maxTokens`` included). It is sent as
   ``max_completion_tokens`` to api.openai.com and to reasoning models (OpenAI
   rejects ``max_tokens`` for those), else as ``max_tokens``, which every
   OpenAI-compatible local server understands. ``max_tokens_field`` overrides.
@@ -18,6 +19,9 @@ Rules (documented because servers differ):
   ``xhigh`` becomes ``high``; ``minimal`` becomes ``low`` for the o-series,
   which has no ``minimal``.
 - No key, no ``Authorization`` header (fine for local servers).
+- ``finish_reason: "length"`` is reported as stop reason ``length``; tool
+  calls (or ``finish_reason: "tool_calls"``) as ``toolUse``; an empty answer
+  is returned as it is (the pipeline's validation refuses it).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import httpx
 
 from pi_protocol import Usage
 
-from .base import JsonDict, SummaryRequest, SummaryResult
+from .base import JsonDict, StopReason, SummaryRequest, SummaryResult
 from .config import SummarizerSettings
 from .http import HttpSummarizer, ProgressMeter, as_int, merge_headers
 from .sse import aiter_sse, json_data
@@ -111,7 +115,6 @@ class OpenAISummarizer(HttpSummarizer):
 
     def build_body(self, request: SummaryRequest) -> JsonDict:
         """The streaming Chat Completions body (see the module docstring for the rules)."""
-        limit = self.settings.max_tokens
         body: JsonDict = {
             "model": self.model,
             "messages": [
@@ -120,7 +123,7 @@ class OpenAISummarizer(HttpSummarizer):
             ],
             "stream": True,
             "stream_options": {"include_usage": True},
-            self.max_tokens_field: min(request.max_tokens, limit) if limit else request.max_tokens,
+            self.max_tokens_field: request.max_tokens,
         }
         effort = reasoning_effort(request.reasoning, self.model) if self.reasoning_model else None
         if effort is not None:
@@ -180,8 +183,15 @@ class OpenAISummarizer(HttpSummarizer):
         if not state.done and state.finish is None:
             raise self.error("truncated stream: ended before the final chunk", retryable=True)
         text = "".join(state.parts)
-        if not text.strip():
-            if state.tool_calls or state.finish == "tool_calls":
-                raise self.error("the model answered with tool calls only", retryable=True)
-            raise self.error("empty answer", retryable=True)
-        return SummaryResult(text=text, usage=state.usage or Usage(), provider=self.provider, model=self.model)
+        return SummaryResult(
+            text=text, usage=state.usage or Usage(), provider=self.provider, model=self.model,
+            stop_reason=_stop_reason(state),
+        )
+
+
+def _stop_reason(state: _Stream) -> StopReason:
+    if state.finish == "length":
+        return "length"
+    if state.tool_calls or state.finish in ("tool_calls", "function_call"):
+        return "toolUse"
+    return "stop"

@@ -26,6 +26,7 @@ KEYS = [
     "turnPrefixSerialized",
     "prompt",
     "nothingToCompact",
+    "requests",
 ]
 HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
 
@@ -65,6 +66,9 @@ def test_dry_run_prints_the_preparation(tmp_path: Path, capsys: pytest.CaptureFi
     assert doc["readFiles"] == ["a.ts"] and doc["modifiedFiles"] == []
     assert doc["serialized"].startswith("[User]: xxx")
     assert doc["prompt"] == f"<conversation>\n{doc['serialized']}\n</conversation>\n\n{SUMMARIZATION_PROMPT}"
+    (request,) = doc["requests"]  # the exact request sent: the same prompt, its output limit, no thinking level
+    assert request["purpose"] == "history" and request["prompt"] == doc["prompt"] and request["reasoning"] is None
+    assert request["systemPrompt"] and 0 < request["maxTokens"] <= 32000
     assert doc["previousSummary"] is None and doc["nothingToCompact"] is False
     assert doc["tokensBefore"] == 12_345
     assert path.read_bytes() == before

@@ -63,17 +63,17 @@ def test_update_prompt_first_line_headings_and_closing() -> None:
 
 
 def test_turn_prefix_prompt() -> None:
-    assert TURN_PREFIX_SUMMARIZATION_PROMPT.split("\n")[0] == (
-        "This is the PREFIX of a turn that was too large to keep. The SUFFIX (recent work) is retained."
-    )
+    """1.6.0's headings, in our own words: earlier context, later messages kept, nothing inferred."""
     assert _headings(TURN_PREFIX_SUMMARIZATION_PROMPT) == [
         "## Original Request",
-        "## Early Progress",
-        "## Context for Suffix",
+        "## Progress So Far",
+        "## Context Needed to Continue",
     ]
-    assert TURN_PREFIX_SUMMARIZATION_PROMPT.endswith(
-        "\n\nBe concise. Focus on what's needed to understand the kept suffix."
-    )
+    first = TURN_PREFIX_SUMMARIZATION_PROMPT.split("\n")[0]
+    assert "earlier part of a conversation" in first and "kept separately" in first
+    assert "PREFIX" not in TURN_PREFIX_SUMMARIZATION_PROMPT and "SUFFIX" not in TURN_PREFIX_SUMMARIZATION_PROMPT
+    last = TURN_PREFIX_SUMMARIZATION_PROMPT.split("\n\n")[-1]
+    assert last.startswith("Summarize only what the messages above explicitly contain.") and "recreate" in last
 
 
 def test_branch_prompt_has_no_critical_context() -> None:
@@ -106,9 +106,9 @@ def test_custom_instructions_are_appended_as_additional_focus() -> None:
 
 
 def test_turn_prefix_request() -> None:
-    assert build_turn_prefix_prompt("T") == (
-        "<conversation>\nT\n</conversation>\n\n" + TURN_PREFIX_SUMMARIZATION_PROMPT
-    )
+    assert build_turn_prefix_prompt("T") == "# Conversation\nT\n\n# Instructions\n" + TURN_PREFIX_SUMMARIZATION_PROMPT
+    assert build_turn_prefix_prompt("T", "tests") == build_turn_prefix_prompt("T") + "\n\nAdditional focus: tests"
+    assert build_turn_prefix_prompt("T", "") == build_turn_prefix_prompt("T")
 
 
 def test_branch_prompt_append_and_replace() -> None:

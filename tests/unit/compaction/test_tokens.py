@@ -152,6 +152,7 @@ def test_default_settings_and_threshold() -> None:
         "enabled": True,
         "reserveTokens": 16384,
         "keepRecentTokens": 20000,
+        "modelOverrides": {},
     }
     assert should_compact(183_617, 200_000, DEFAULT_COMPACTION_SETTINGS)
     assert not should_compact(183_616, 200_000, DEFAULT_COMPACTION_SETTINGS)

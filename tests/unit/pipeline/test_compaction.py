@@ -16,7 +16,16 @@ from pi_sessiond.compaction.tokens import CompactionSettings
 from pi_sessiond.errors import Conflict, NothingToCompact
 from pi_sessiond.examples.generator import generate, write
 from pi_sessiond.pipeline.compaction import compact, prepare_or_refuse, preview
-from pi_sessiond.pipeline.requests import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS, compaction_jobs, compaction_requests
+from pi_sessiond.pipeline.requests import (
+    HISTORY_HEADINGS,
+    TURN_PREFIX_HEADINGS,
+    OutputLimit,
+    compaction_jobs,
+    compaction_requests,
+    input_tokens,
+    output_limit,
+)
+from pi_sessiond.pipeline.summaries import summarize_compaction
 from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.offline import OfflineSummarizer
@@ -135,9 +144,19 @@ async def test_the_preview_shows_the_requests_that_are_sent(fixture_copy: Path) 
     assert "Mind the MONKEY" in sent["history"].prompt and shown.serialized in sent["history"].prompt
     assert sent["turnPrefix"].prompt == shown.turn_prefix.prompt
     assert shown.turn_prefix_serialized in sent["turnPrefix"].prompt
-    assert (sent["history"].max_tokens, sent["turnPrefix"].max_tokens) == (8000, 5000)
+    # No 0.8x / 0.5x share of reserveTokens: the window rule (nothing else is known of the offline model).
+    window = recording.context_window
+    for request in recording.requests:
+        used = input_tokens(request.system_prompt, request.prompt)
+        assert request.max_tokens == min(32000, window - used - 1024)
     assert sent["history"].reasoning == sent["turnPrefix"].reasoning == "high"
     assert sent["history"].system_prompt == shown.history.system_prompt
+    # The dry run's ``requests``: every request, in the order sent, exactly as sent.
+    views = preview(prep, "Mind the MONKEY", "high").requests
+    assert [(v.purpose, v.system_prompt, v.prompt, v.max_tokens, v.reasoning) for v in views] == [
+        (r.purpose, r.system_prompt, r.prompt, r.max_tokens, r.reasoning) for r in recording.requests
+    ]
+    assert "Mind the MONKEY" in sent["turnPrefix"].prompt  # custom instructions reach the turn prefix too (1.6.0)
 
 
 def test_a_split_turn_with_nothing_before_it_sends_no_history_request() -> None:
@@ -150,3 +169,32 @@ def test_a_split_turn_with_nothing_before_it_sends_no_history_request() -> None:
     jobs = compaction_jobs(prep)
     assert jobs.history is None and jobs.turn_prefix is not None and jobs.turn_prefix.messages == prefix
     assert preview(prep, None).prompt == "" and compaction_requests(prep).history is None
+    assert jobs.head == "No prior history."
+    assert [r.purpose for r in preview(prep, None).requests] == ["turnPrefix"]
+
+
+async def test_only_a_new_turn_prefix_keeps_the_previous_summary_verbatim() -> None:
+    """Pi 1.6.0 (0.73.1 replaced the previous summary with "No prior history.": data loss)."""
+    prefix = ({"role": "user", "content": "start", "timestamp": 1},)
+    prep = CompactionPreparation(
+        first_kept_entry_id="k", first_kept_entry_index=3, boundary_start=0, turn_start_index=0,
+        is_split_turn=True, messages_to_summarize=(), turn_prefix_messages=prefix, tokens_before=10,
+        previous_summary="## Goal\n- earlier", file_ops=FileOpsCollector().freeze(), settings=CompactionSettings(),
+    )
+    jobs = compaction_jobs(prep)
+    assert jobs.history is None and jobs.head == "## Goal\n- earlier"
+    recording = _Recording()
+    text = await summarize_compaction(recording, jobs)
+    (request,) = recording.requests
+    assert request.purpose == "turnPrefix"
+    assert text.text.startswith("## Goal\n- earlier" + SPLIT_TURN_SEPARATOR)
+
+
+def test_output_limit_rule() -> None:
+    """summarizer.maxTokens, else the model's limit, else min(32000, window - input - 1024), never below 1024."""
+    assert output_limit(OutputLimit(max_tokens=500, model_max_output=9000), 10**6) == 500
+    assert output_limit(OutputLimit(model_max_output=9000), 10**6) == 9000
+    assert output_limit(OutputLimit(context_window=200000), 1000) == 32000
+    assert output_limit(OutputLimit(context_window=40000), 10000) == 40000 - 10000 - 1024
+    assert output_limit(OutputLimit(context_window=8000), 7500) == 1024  # too big to fit: shrunk on the error
+    assert input_tokens("abc", "de") == 2 and input_tokens("") == 0

@@ -1,4 +1,4 @@
-"""The whole pipeline (compaction -> summaries -> real providers) over real loopback HTTP.
+"""The whole pipeline (compaction -> summaries -> retries -> real providers) over real loopback HTTP.
 
 Both network providers are built by ``make_summarizer`` with the key in an
 environment variable, pointed at ``tests/loopback_provider.py``. The session
@@ -18,9 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from tests.loopback_provider import Fault, LoopbackProvider, RecordedRequest, count_tokens, default_reply
 
+from pi_protocol.settings import RetrySettings
 from pi_sessiond.compaction.branch import collect_entries_for_branch_summary, prepare_branch_entries
 from pi_sessiond.compaction.convert import convert_to_llm
 from pi_sessiond.compaction.fileops import format_file_operations
@@ -35,12 +37,18 @@ from pi_sessiond.compaction.prompts import (
 )
 from pi_sessiond.compaction.serialize import serialize_conversation
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.errors import NothingToCompact
+from pi_sessiond.errors import NothingToCompact, SummaryIncomplete
 from pi_sessiond.examples.generator import generate, write
 from pi_sessiond.pipeline.compaction import CompactResult, compact, prepare_or_refuse, preview
 from pi_sessiond.pipeline.navigation import navigate_tree
-from pi_sessiond.pipeline.requests import HISTORY_HEADINGS, compaction_requests
-from pi_sessiond.pipeline.summaries import SummaryValidationError
+from pi_sessiond.pipeline.requests import (
+    HISTORY_HEADINGS,
+    OutputLimit,
+    compaction_jobs,
+    compaction_requests,
+    input_tokens,
+)
+from pi_sessiond.pipeline.summaries import RunOptions, SummaryValidationError, summarize_compaction
 from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.base import Summarizer
 from pi_sessiond.summarizers.config import SummarizerSettings
@@ -53,6 +61,7 @@ KEY = "sk-loopback-pipeline-9d27c4e1b0"
 PROVIDERS = ["openai", "anthropic"]
 PROMPTLY = 5.0  # seconds: "at once, not after a timeout" (latency goals live in bench/, not in tests)
 DELAY = 1.5  # seconds before the loopback's first byte: a concurrent client's second request arrives meanwhile
+FAST = RunOptions(retry=RetrySettings(max_retries=2, base_delay_ms=1, max_agent_delay_ms=10))  # tiny delays
 
 
 @pytest.fixture
@@ -101,9 +110,6 @@ def make(loopback: LoopbackProvider, monkeypatch: pytest.MonkeyPatch) -> Any:
             "base_url": loopback.base_url + ("/v1" if provider == "openai" else ""),
             "api_key_env": KEY_ENV,
             "timeout_seconds": 5.0,
-            "max_retries": 2,
-            "retry_base_delay": 0.001,
-            "retry_max_delay": 0.01,
         }
         return make_summarizer(SummarizerSettings(**(options | overrides)))
 
@@ -166,19 +172,48 @@ def key_was_sent(request: RecordedRequest) -> bool:
     return headers.get("x-api-key") == KEY or headers.get("authorization") == f"Bearer {KEY}"
 
 
-# -- a split turn: two concurrent requests, merged like Pi ----------------------
+# -- a split turn: history, then turn prefix (or both at once), merged like Pi --------
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_split_turn_sends_two_overlapping_requests_and_merges_them_like_pi(
+async def test_split_turn_sends_history_then_prefix_and_merges_them_like_pi(
     provider: str, fixture_copy: Path, loopback: LoopbackProvider, make: Any
 ) -> None:
     prep = prepare_or_refuse(Session.open(fixture_copy), CompactionSettings())
     assert prep.is_split_turn and prep.messages_to_summarize and prep.turn_prefix_messages
-    loopback.script(Fault("ok", delay=DELAY), Fault("ok", delay=DELAY))
+    loopback.script(Fault("ok", delay=0.2), Fault("ok", delay=0.2))
     summarizer = make(provider)
     try:
         result = await compact(Session.open(fixture_copy), summarizer)
+    finally:
+        await summarizer.aclose()
+    requests = loopback.requests
+    assert len(requests) == 2 and all(r.completed for r in requests)
+    history, prefix = requests  # in the order received: history first (Pi 1.6.0)
+    assert not is_prefix(history) and is_prefix(prefix)
+    # Sequential: the prefix request was sent only after the history answer was complete.
+    assert history.answered_at is not None and prefix.received_at >= history.answered_at
+    assert all(system_of(r.body) == SUMMARIZATION_SYSTEM_PROMPT for r in requests)
+    assert user_of(history.body) == build_summary_prompt(serialized(prep.messages_to_summarize), prep.previous_summary)
+    assert user_of(prefix.body) == build_turn_prefix_prompt(serialized(prep.turn_prefix_messages))
+    assert user_of(prefix.body).startswith("# Conversation\n")  # 1.6.0's shape, not <conversation> tags
+    # The preview (compact --dry-run, pi/beforeCompact) shows what went over the wire.
+    assert user_of(history.body) == preview(prep, None).prompt
+    assert [v.prompt for v in preview(prep, None).requests] == [user_of(history.body), user_of(prefix.body)]
+    shown = compaction_requests(prep)
+    assert shown.turn_prefix is not None and user_of(prefix.body) == shown.turn_prefix.prompt
+    assert all(key_was_sent(r) for r in requests)
+    _assert_merged_entry(fixture_copy, result, history, prefix)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_parallel_split_turn_sends_two_overlapping_requests(
+    provider: str, fixture_copy: Path, loopback: LoopbackProvider, make: Any
+) -> None:
+    loopback.script(Fault("ok", delay=DELAY), Fault("ok", delay=DELAY))
+    summarizer = make(provider)
+    try:
+        result = await compact(Session.open(fixture_copy), summarizer, options=RunOptions(parallel_split_turn=True))
     finally:
         await summarizer.aclose()
     requests = loopback.requests
@@ -187,16 +222,26 @@ async def test_split_turn_sends_two_overlapping_requests_and_merges_them_like_pi
     # A sequential client could send the second request only after the first answer was complete.
     assert first.answered_at is not None and second.received_at < first.answered_at
     history, prefix = sorted(requests, key=is_prefix)
-    assert not is_prefix(history) and is_prefix(prefix)
-    assert all(system_of(r.body) == SUMMARIZATION_SYSTEM_PROMPT for r in requests)
-    assert user_of(history.body) == build_summary_prompt(serialized(prep.messages_to_summarize), prep.previous_summary)
-    assert user_of(prefix.body) == build_turn_prefix_prompt(serialized(prep.turn_prefix_messages))
-    # The preview (compact --dry-run, pi/beforeCompact) shows what went over the wire.
-    assert user_of(history.body) == preview(prep, None).prompt
-    shown = compaction_requests(prep)
-    assert shown.turn_prefix is not None and user_of(prefix.body) == shown.turn_prefix.prompt
-    assert all(key_was_sent(r) for r in requests)
     _assert_merged_entry(fixture_copy, result, history, prefix)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_only_a_new_turn_prefix_keeps_the_previous_summary(
+    provider: str, fixture_copy: Path, loopback: LoopbackProvider, make: Any
+) -> None:
+    """No messages before the split turn: no history request, the previous summary stays (1.6.0)."""
+    real = prepare_or_refuse(Session.open(fixture_copy), CompactionSettings())
+    previous = "## Goal\n- The earlier work, summarized by the previous compaction"
+    prep = attrs.evolve(real, messages_to_summarize=(), previous_summary=previous)
+    summarizer = make(provider)
+    try:
+        text = await summarize_compaction(summarizer, compaction_jobs(prep, "Mind the tests"), options=FAST)
+    finally:
+        await summarizer.aclose()
+    (prefix,) = loopback.requests
+    assert is_prefix(prefix) is False and "Additional focus: Mind the tests" in user_of(prefix.body)
+    assert text.text == previous + SPLIT_TURN_SEPARATOR + default_reply(prefix.body)
+    assert "No prior history" not in text.text
 
 
 def _assert_merged_entry(path: Path, result: CompactResult, history: RecordedRequest, prefix: RecordedRequest) -> None:
@@ -214,34 +259,94 @@ def _assert_merged_entry(path: Path, result: CompactResult, history: RecordedReq
     assert (result.usage.input, result.usage.output) == (usage["input"], usage["output"])
 
 
+def derived(body: JsonDict, window: int) -> int:
+    """The window rule: ``min(32000, window - input - 1024)`` with the input as the request builder counts it."""
+    return min(32000, window - input_tokens(system_of(body), user_of(body)) - 1024)
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize(
-    ("reserve", "cap", "history_cap", "prefix_cap"),
+    ("limit", "expected"),
     [
-        (16384, None, 13107, 8192),  # floor(0.8 * 16384) = floor(13107.2); 0.5 * 16384
-        (20001, None, 16000, 10000),  # floor(16000.8), floor(10000.5)
-        (16384, 10000, 10000, 8192),  # settings.maxTokens caps the history request only
-        (16384, 5000, 5000, 5000),
+        (OutputLimit(max_tokens=5000, model_max_output=64000), lambda body: 5000),  # summarizer.maxTokens first
+        (OutputLimit(model_max_output=64000), lambda body: 64000),  # then the model's own limit
+        (OutputLimit(), lambda body: 32000),  # then the window rule: a big window gives 32000
+        (OutputLimit(context_window=100000), lambda body: derived(body, 100000)),  # a small one what is left
     ],
+    ids=["maxTokens", "model", "window-32000", "window-left"],
 )
-async def test_output_caps_are_shares_of_the_reserve_capped_by_settings(
+@pytest.mark.parametrize("reserve", [16384, 1000])
+async def test_output_limits_follow_the_rule_and_ignore_reserve_tokens(
     provider: str,
+    limit: OutputLimit,
+    expected: Any,
     reserve: int,
-    cap: int | None,
-    history_cap: int,
-    prefix_cap: int,
     fixture_copy: Path,
     loopback: LoopbackProvider,
     make: Any,
 ) -> None:
-    summarizer = make(provider, max_tokens=cap)
+    summarizer = make(provider)
+    options = RunOptions(limit=limit)
     try:
-        await compact(Session.open(fixture_copy), summarizer, settings=CompactionSettings(reserve_tokens=reserve))
+        await compact(Session.open(fixture_copy), summarizer, settings=CompactionSettings(reserve_tokens=reserve),
+                      options=options)
     finally:
         await summarizer.aclose()
-    history, prefix = sorted(loopback.requests, key=is_prefix)
-    assert (cap_of(history.body), cap_of(prefix.body)) == (history_cap, prefix_cap)
+    history, prefix = loopback.requests
+    assert is_prefix(prefix) and 0 < derived(history.body, 100000) < derived(prefix.body, 100000) == 32000
+    assert (cap_of(history.body), cap_of(prefix.body)) == (expected(history.body), expected(prefix.body))
+    assert provider != "anthropic" or "max_tokens" in history.body  # Anthropic always gets an explicit max_tokens
     assert "thinking" not in history.body and "reasoning_effort" not in history.body  # the fixture's level is off
+
+
+# -- answers that stopped at the limit or called a tool: never written --------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(("mode", "stop"), [("length", "length"), ("tool_only", "toolUse")])
+@pytest.mark.parametrize("which", ["history", "turnPrefix"])
+async def test_an_incomplete_answer_is_summary_incomplete_and_writes_nothing(
+    provider: str, mode: str, stop: str, which: str, fixture_copy: Path, loopback: LoopbackProvider, make: Any
+) -> None:
+    before = fixture_copy.read_bytes()
+    loopback.script(*(["ok"] if which == "turnPrefix" else []), mode)
+    summarizer = make(provider)
+    try:
+        with pytest.raises(SummaryIncomplete) as info:
+            await compact(Session.open(fixture_copy), summarizer, options=FAST)
+    finally:
+        await summarizer.aclose()
+    assert info.value.reason == "summaryIncomplete"
+    assert info.value.data == {"purpose": which, "stopReason": stop}
+    assert len(loopback.requests) == (2 if which == "turnPrefix" else 1)  # not asked again, nothing after it
+    assert fixture_copy.read_bytes() == before
+
+
+# -- transient errors: the one retry layer, each retry reported ---------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_transient_errors_are_retried_with_progress_reports(
+    provider: str, small_session: tuple[Path, CompactionSettings], loopback: LoopbackProvider, make: Any
+) -> None:
+    path, settings = small_session
+    loopback.script("503", Fault("429", retry_after=0.05), "ok")
+    reports: list[tuple[str, int | None]] = []
+    retry = RetrySettings(max_retries=3, base_delay_ms=1, max_agent_delay_ms=30)
+    options = RunOptions(retry=retry, on_retry=lambda notice: reports.append((notice.message, None)))
+    summarizer = make(provider)
+    try:
+        await compact(Session.open(path), summarizer, settings=settings, options=options)
+    finally:
+        await summarizer.aclose()
+    assert [r.mode for r in loopback.requests] == ["503", "429", "ok"]
+    assert [m for m, _ in reports] == [
+        reports[0][0],
+        reports[1][0],
+    ] and len(reports) == 2
+    assert reports[0][0].startswith("retrying in 0.001s (attempt 2 of 4)") and "503" in reports[0][0]
+    assert reports[1][0].startswith("retrying in 0.03s (attempt 3 of 4)")  # Retry-After 0.05 s capped at 30 ms
+    assert last_entry(path)["type"] == "compaction"
 
 
 # -- the summarizer's own context overflow: drop the oldest messages, retry --------
@@ -331,10 +436,10 @@ async def test_server_errors_past_the_retry_limit_are_a_summarizer_error_and_wri
     path, settings = small_session
     before = path.read_bytes()
     loopback.set_default("500")
-    summarizer = make(provider, max_retries=2)
+    summarizer = make(provider)
     try:
         with pytest.raises(SummarizerError) as info:
-            await compact(Session.open(path), summarizer, settings=settings)
+            await compact(Session.open(path), summarizer, settings=settings, options=FAST)
     finally:
         await summarizer.aclose()
     assert info.value.status == 500 and "HTTP 500" in str(info.value)
@@ -348,10 +453,11 @@ async def test_a_failing_split_turn_is_a_plain_summarizer_error(
 ) -> None:
     before = fixture_copy.read_bytes()
     loopback.set_default("500")
-    summarizer = make(provider, max_retries=1)
+    summarizer = make(provider)
     try:
         with pytest.raises(SummarizerError) as info:
-            await compact(Session.open(fixture_copy), summarizer)
+            await compact(Session.open(fixture_copy), summarizer, options=RunOptions(parallel_split_turn=True,
+                                                                                     retry=FAST.retry))
     finally:
         await summarizer.aclose()
         assert fixture_copy.read_bytes() == before
@@ -430,12 +536,12 @@ async def test_the_api_key_never_reaches_the_entry_the_logs_or_an_error(
     failing = path.with_name("failing.jsonl")
     shutil.copyfile(path, failing)
     loopback.script("500", Fault("ok", reply="just prose"), "ok")
-    summarizer = make(provider, max_retries=2)
+    summarizer = make(provider)
     try:
-        await compact(Session.open(path), summarizer, settings=settings)
+        await compact(Session.open(path), summarizer, settings=settings, options=FAST)
         loopback.set_default("503")
         with pytest.raises(SummarizerError) as info:
-            await compact(Session.open(failing), summarizer, settings=settings)
+            await compact(Session.open(failing), summarizer, settings=settings, options=FAST)
     finally:
         await summarizer.aclose()
     assert len(loopback.requests) == 6 and all(key_was_sent(r) for r in loopback.requests)  # the key was there to leak
@@ -464,7 +570,8 @@ async def test_navigating_with_a_summary_sends_the_branch_request_to_anthropic(
         await summarizer.aclose()
     (request,) = loopback.requests
     body = request.body
-    assert request.path == "/v1/messages" and body["max_tokens"] == 2048 and "thinking" not in body
+    # No 2048 cap (0.73.1): the window rule, as for a compaction; the fixture's thinking level is off.
+    assert request.path == "/v1/messages" and body["max_tokens"] == 32000 and "thinking" not in body
     assert body["system"] == SUMMARIZATION_SYSTEM_PROMPT
     assert user_of(body) == build_branch_prompt(serialized(messages))
     assert "cache_control" not in json.dumps(body)
@@ -473,6 +580,44 @@ async def test_navigating_with_a_summary_sends_the_branch_request_to_anthropic(
     assert entry["type"] == "branch_summary" and entry["fromId"] == old_leaf
     assert entry["summary"].startswith(BRANCH_SUMMARY_PREAMBLE + default_reply(body))
     assert (entry["usage"]["input"], entry["usage"]["output"]) == expected_usage(body)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_branch_summary_carries_the_sessions_thinking_level(
+    provider: str, fixture_copy: Path, loopback: LoopbackProvider, make: Any
+) -> None:
+    session = Session.open(fixture_copy)
+    target = session.path_to()[-40]
+    session.append([{"type": "thinking_level_change", "thinkingLevel": "high"}])
+    summarizer = make(provider, model="o3" if provider == "openai" else "claude-sonnet-4-5")
+    try:
+        await navigate_tree(session, target.id, summarizer=summarizer, summarize=True)
+    finally:
+        await summarizer.aclose()
+    (request,) = loopback.requests
+    if provider == "anthropic":
+        assert request.body["thinking"] == {"type": "enabled", "budget_tokens": 16384}
+        assert request.body["max_tokens"] == 32000
+    else:
+        assert request.body["reasoning_effort"] == "high" and request.body["max_completion_tokens"] == 32000
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_an_incomplete_branch_summary_writes_nothing(
+    provider: str, fixture_copy: Path, loopback: LoopbackProvider, make: Any
+) -> None:
+    before = fixture_copy.read_bytes()
+    session = Session.open(fixture_copy)
+    old_leaf = session.leaf_id
+    loopback.script("length")
+    summarizer = make(provider)
+    try:
+        with pytest.raises(SummaryIncomplete) as info:
+            await navigate_tree(session, session.path_to()[-40].id, summarizer=summarizer, summarize=True)
+    finally:
+        await summarizer.aclose()
+    assert info.value.data == {"purpose": "branch", "stopReason": "length"} and len(loopback.requests) == 1
+    assert fixture_copy.read_bytes() == before and session.leaf_id == old_leaf
 
 
 # -- connection reuse -----------------------------------------------------------------

@@ -340,3 +340,63 @@ async def test_background_auto_compaction_shows_progress_and_honours_fsync(tmp_p
     await job.task
     (bar,) = bars.bars
     assert bar.token is None and bar.ends == ["done"] and bar.reports[-1] == ("done", 100)
+
+
+@pytest.mark.parametrize(
+    ("summarizer", "models", "expected"),
+    [
+        ({"maxTokens": 777}, {"anthropic/claude-x": {"maxTokens": 12345}}, 777),  # summarizer.maxTokens first
+        ({}, {"anthropic/claude-x": {"maxTokens": 12345}}, 12345),  # then the model's, from ``models``
+        ({}, {}, None),  # then the window rule (the built-in table does not know claude-x)
+    ],
+)
+async def test_the_preparation_shows_output_limits_and_model_overrides_in_force(
+    tmp_path: Path, summarizer: dict[str, object], models: dict[str, object], expected: int | None
+) -> None:
+    hooks = Hooks(beforeCompact={"cancel": True})
+    daemon, _ = make_daemon(tmp_path, hooks=hooks)
+    # The session's model (from its assistant messages) is anthropic/claude-sonnet-4-5.
+    overrides = {"anthropic/claude-sonnet-4-5": {"keepRecentTokens": 500}, "openai/gpt-5": {"keepRecentTokens": 9}}
+    daemon.update_settings(UpdateSettingsParams(settings={
+        "summarizer": {"provider": "anthropic", "model": "claude-x", **summarizer}, "models": models,
+        "compaction": {"modelOverrides": overrides},
+    }))
+    sid = open_file(daemon, session_file(tmp_path))
+    with pytest.raises(Rejected):
+        await daemon.compact(CompactParams(session_id=sid), Progress())
+    prep = hooks.calls[0][1]["preparation"]
+    shown = prep["settings"]["compaction"]
+    assert (shown["keepRecentTokens"], shown["reserveTokens"], shown["modelOverrides"]) == (500, 16384, {})
+    assert prep["requests"] and prep["requests"][0]["prompt"] == prep["prompt"]
+    for request in prep["requests"]:
+        assert request["maxTokens"] == (expected or min(32000, 128000 - (len(request["systemPrompt"])
+                                                                          + len(request["prompt"]) + 3) // 4 - 1024))
+
+
+async def test_retry_settings_drive_the_daemons_summaries(tmp_path: Path) -> None:
+    class Flaky(OfflineSummarizer):
+        calls = 0
+
+        async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None
+                            ) -> SummaryResult:
+            self.calls += 1
+            if self.calls < 3:
+                raise SummarizerError("HTTP 503: overloaded", status=503, retryable=True)
+            return await super().summarize(request, progress=progress)
+
+    flaky = Flaky()
+    daemon, _ = make_daemon(tmp_path, summarizer=flaky)
+    daemon.update_settings(UpdateSettingsParams(settings={"retry": {"baseDelayMs": 1, "maxRetries": 2}}))
+    sid = open_file(daemon, session_file(tmp_path))
+    progress = Progress()
+    await daemon.compact(CompactParams(session_id=sid), progress)
+    retries = [(m, p) for m, p in progress.bars[0].reports if m.startswith("retrying in ")]
+    assert retries == [("retrying in 0.001s (attempt 2 of 3): HTTP 503: overloaded", None),
+                       ("retrying in 0.002s (attempt 3 of 3): HTTP 503: overloaded", None)]
+    daemon.update_settings(UpdateSettingsParams(settings={"retry": {"enabled": False}}))
+    flaky.calls = 0
+    path = session_file(tmp_path, "other.jsonl")
+    before = path.read_bytes()
+    with pytest.raises(SummarizerFailed):
+        await daemon.compact(CompactParams(session_id=open_file(daemon, path)), Progress())
+    assert flaky.calls == 1 and path.read_bytes() == before

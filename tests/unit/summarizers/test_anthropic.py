@@ -31,8 +31,6 @@ def make(loopback: LoopbackProvider, **overrides: Any) -> AnthropicSummarizer:
         provider="anthropic",
         model="claude-haiku-4-5",
         base_url=loopback.base_url,
-        retry_base_delay=0.001,
-        retry_max_delay=0.01,
     )
     return AnthropicSummarizer(attrs.evolve(settings, **overrides), KEY)
 
@@ -83,21 +81,21 @@ async def test_thinking_budget_per_level(level: str, budget: int, loopback: Loop
     summarizer = make(loopback)
     try:
         result = await summarizer.summarize(
-            SummaryRequest(system_prompt="s", prompt="p", max_tokens=3000, reasoning=level), progress=counts.append
+            SummaryRequest(system_prompt="s", prompt="p", max_tokens=40000, reasoning=level), progress=counts.append
         )
     finally:
         await summarizer.aclose()
     body = loopback.requests[0].body
     assert body["thinking"] == {"type": "enabled", "budget_tokens": budget}
-    assert body["max_tokens"] == budget + 3000
+    assert body["max_tokens"] == 40000  # the request's output limit holds thinking and answer
     assert result.text == default_reply(body)
     assert counts[-1] == result.usage.output >= count_tokens(result.text)
 
 
-async def test_thinking_respects_the_settings_cap(loopback: LoopbackProvider) -> None:
-    summarizer = make(loopback, max_tokens=10000)
+async def test_thinking_stays_within_the_output_limit(loopback: LoopbackProvider) -> None:
+    summarizer = make(loopback)
     try:
-        await summarizer.summarize(SummaryRequest(system_prompt="s", prompt="p", max_tokens=3000, reasoning="high"))
+        await summarizer.summarize(SummaryRequest(system_prompt="s", prompt="p", max_tokens=10000, reasoning="high"))
     finally:
         await summarizer.aclose()
     body = loopback.requests[0].body
@@ -106,12 +104,13 @@ async def test_thinking_respects_the_settings_cap(loopback: LoopbackProvider) ->
 
 
 def test_thinking_plan() -> None:
-    assert thinking_plan(None, 3000, None) == (3000, None)
-    assert thinking_plan("off", 3000, 2000) == (2000, None)
-    assert thinking_plan("medium", 3000, None) == (11192, 8192)
-    assert thinking_plan("medium", 3000, 9000) == (9000, 8192)
-    assert thinking_plan("high", 3000, 9000) == (9000, 9000 - 1024)
-    assert thinking_plan("low", 500, 1500) == (1500, None)  # budget would fall below Anthropic's 1024 minimum
+    assert thinking_plan(None, 3000) == (3000, None)
+    assert thinking_plan("off", 2000) == (2000, None)
+    assert thinking_plan("medium", 32000) == (32000, 8192)
+    assert thinking_plan("medium", 9000) == (9000, 8192)
+    assert thinking_plan("medium", 8192) == (8192, 8192 - 1024)  # no room left above the budget
+    assert thinking_plan("high", 9000) == (9000, 9000 - 1024)
+    assert thinking_plan("low", 1500) == (1500, None)  # budget would fall below Anthropic's 1024 minimum
 
 
 async def test_progress_reports_increasing_token_counts(loopback: LoopbackProvider) -> None:

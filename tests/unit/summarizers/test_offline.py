@@ -148,7 +148,7 @@ def test_fixture_keeps_an_unstructured_previous_summary_whole(
 
 def test_fixture_turn_prefix(prepared: CompactionPreparation) -> None:
     text = build_summary(request(prepared.turn_prefix_messages, purpose="turnPrefix", max_tokens=8192))
-    assert headings(text) == ["## Original Request", "## Early Progress", "## Context for Suffix"]
+    assert headings(text) == ["## Original Request", "## Progress So Far", "## Context Needed to Continue"]
     assert "> wait, wtf this doesn't look right to me?" in text
     assert "`/Users/badlogic/workspaces/pi-mono/packages/coding-agent/src/core/agent-session.ts` (1 edit)" in text
 

@@ -30,8 +30,6 @@ def make(loopback: LoopbackProvider, key: str | None = KEY, **overrides: Any) ->
         provider="openai",
         model="llama-3.1-8b",
         base_url=loopback.base_url + "/v1",
-        retry_base_delay=0.001,
-        retry_max_delay=0.01,
     )
     return OpenAISummarizer(attrs.evolve(settings, **overrides), key)
 
@@ -56,7 +54,7 @@ async def test_streams_text_and_records_usage(loopback: LoopbackProvider) -> Non
 
 
 async def test_request_body_and_headers(loopback: LoopbackProvider) -> None:
-    summarizer = make(loopback, headers={"X-Title": "pi-sessiond"}, max_tokens=1000)
+    summarizer = make(loopback, headers={"X-Title": "pi-sessiond"})
     try:
         await summarizer.summarize(REQUEST)
     finally:
@@ -70,7 +68,7 @@ async def test_request_body_and_headers(loopback: LoopbackProvider) -> None:
         ],
         "stream": True,
         "stream_options": {"include_usage": True},
-        "max_tokens": 1000,
+        "max_tokens": 4000,  # the request's output limit (summarizer.maxTokens is applied when it is built)
     }
     assert recorded.headers["authorization"] == f"Bearer {KEY}"
     assert recorded.headers["x-title"] == "pi-sessiond"

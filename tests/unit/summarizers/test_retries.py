@@ -1,4 +1,5 @@
-"""Retries, limits, Retry-After, context length, cancellation and secrecy — both providers, real loopback HTTP."""
+"""The one retry layer over both providers (real loopback HTTP): transient errors, limits, Retry-After,
+context length, stop reasons, cancellation and secrecy. The providers themselves make one attempt."""
 
 from __future__ import annotations
 
@@ -14,17 +15,14 @@ import attrs
 import pytest
 from tests.loopback_provider import Fault, LoopbackProvider
 
+from pi_protocol.settings import RetrySettings
 from pi_sessiond.summarizers.anthropic import AnthropicSummarizer
-from pi_sessiond.summarizers.base import SummaryRequest
+from pi_sessiond.summarizers.base import SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.config import SummarizerSettings
 from pi_sessiond.summarizers.errors import ContextLengthError, SummarizerError
-from pi_sessiond.summarizers.http import (
-    HttpSummarizer,
-    backoff_delay,
-    is_context_overflow,
-    parse_retry_after,
-)
+from pi_sessiond.summarizers.http import HttpSummarizer, is_context_overflow, parse_retry_after
 from pi_sessiond.summarizers.openai import OpenAISummarizer
+from pi_sessiond.summarizers.retry import RetryNotice, is_transient, retry_delay, with_retries
 
 KEY = "sk-loopback-secret-key-5f3a9c"
 REQUEST = SummaryRequest(
@@ -32,6 +30,7 @@ REQUEST = SummaryRequest(
 )
 PROVIDERS = ["openai", "anthropic"]
 PROMPTLY = 5.0  # seconds: "at once, not after a timeout" (latency goals live in bench/, not in tests)
+TINY = RetrySettings(max_retries=2, base_delay_ms=1, max_agent_delay_ms=10)
 
 
 @pytest.fixture
@@ -41,15 +40,12 @@ def loopback() -> Iterator[LoopbackProvider]:
 
 
 def make(provider: str, loopback: LoopbackProvider, **overrides: Any) -> HttpSummarizer:
-    """A summarizer for ``provider`` pointed at the loopback, with tiny retry delays."""
+    """A summarizer for ``provider`` pointed at the loopback."""
     settings = SummarizerSettings(
         provider=provider,
         model="loopback-model",
         base_url=loopback.base_url + ("/v1" if provider == "openai" else ""),
         timeout_seconds=5.0,
-        max_retries=2,
-        retry_base_delay=0.001,
-        retry_max_delay=0.01,
     )
     settings = attrs.evolve(settings, **overrides)
     if provider == "openai":
@@ -57,27 +53,47 @@ def make(provider: str, loopback: LoopbackProvider, **overrides: Any) -> HttpSum
     return AnthropicSummarizer(settings, KEY)
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
-async def test_server_errors_are_retried_then_succeed(provider: str, loopback: LoopbackProvider) -> None:
-    loopback.script("500", "503", "ok")
-    summarizer = make(provider, loopback)
+async def retried(
+    summarizer: HttpSummarizer, policy: RetrySettings = TINY, notices: list[RetryNotice] | None = None
+) -> SummaryResult:
+    """One summary through the retry layer (closing the summarizer afterwards)."""
     try:
-        result = await summarizer.summarize(REQUEST)
+        return await with_retries(
+            lambda: summarizer.summarize(REQUEST), policy, notices.append if notices is not None else None
+        )
     finally:
         await summarizer.aclose()
-    assert "## Goal" in result.text
-    assert len(loopback.requests) == 3
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_retry_limit_gives_a_summarizer_error_with_status(provider: str, loopback: LoopbackProvider) -> None:
-    loopback.set_default("500")
-    summarizer = make(provider, loopback, max_retries=2)
+async def test_the_provider_itself_makes_one_attempt(provider: str, loopback: LoopbackProvider) -> None:
+    loopback.script("503", "ok")
+    summarizer = make(provider, loopback)
     try:
         with pytest.raises(SummarizerError) as info:
             await summarizer.summarize(REQUEST)
     finally:
         await summarizer.aclose()
+    assert info.value.retryable and info.value.status == 503
+    assert len(loopback.requests) == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_server_errors_are_retried_then_succeed(provider: str, loopback: LoopbackProvider) -> None:
+    loopback.script("500", "503", "ok")
+    notices: list[RetryNotice] = []
+    result = await retried(make(provider, loopback), notices=notices)
+    assert "## Goal" in result.text
+    assert len(loopback.requests) == 3
+    assert [(n.attempt, n.attempts, n.delay) for n in notices] == [(2, 3, 0.001), (3, 3, 0.002)]
+    assert "503" in notices[1].reason and "attempt 3 of 3" in notices[1].message
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_retry_limit_gives_a_summarizer_error_with_status(provider: str, loopback: LoopbackProvider) -> None:
+    loopback.set_default("500")
+    with pytest.raises(SummarizerError) as info:
+        await retried(make(provider, loopback))
     assert info.value.status == 500
     assert "gave up after 3 attempts" in info.value.message
     assert ("Internal server error" if provider == "anthropic" else "The server had an error") in info.value.message
@@ -85,53 +101,50 @@ async def test_retry_limit_gives_a_summarizer_error_with_status(provider: str, l
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_retry_after_is_honoured(provider: str, loopback: LoopbackProvider) -> None:
-    loopback.script(Fault("429", retry_after=0.3), "ok")
-    summarizer = make(provider, loopback, retry_max_delay=5.0)
-    try:
-        await summarizer.summarize(REQUEST)
-    finally:
-        await summarizer.aclose()
-    first, second = loopback.requests
-    assert second.received_at - first.received_at >= 0.3
+async def test_retries_disabled_means_one_attempt(provider: str, loopback: LoopbackProvider) -> None:
+    loopback.script("503", "ok")
+    notices: list[RetryNotice] = []
+    with pytest.raises(SummarizerError):
+        await retried(make(provider, loopback), attrs.evolve(TINY, enabled=False), notices)
+    assert len(loopback.requests) == 1 and notices == []
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_retry_after_is_capped_by_the_max_delay(provider: str, loopback: LoopbackProvider) -> None:
+async def test_retry_after_is_honoured(provider: str, loopback: LoopbackProvider) -> None:
+    loopback.script(Fault("429", retry_after=0.3), "ok")
+    notices: list[RetryNotice] = []
+    await retried(make(provider, loopback), attrs.evolve(TINY, max_agent_delay_ms=5000), notices)
+    first, second = loopback.requests
+    assert second.received_at - first.received_at >= 0.3
+    assert notices[0].delay == 0.3
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_retry_after_is_capped_by_max_agent_delay(provider: str, loopback: LoopbackProvider) -> None:
     loopback.script(Fault("503", retry_after=30), "ok")
-    summarizer = make(provider, loopback, retry_max_delay=0.05)
+    notices: list[RetryNotice] = []
     started = time.monotonic()
-    try:
-        await summarizer.summarize(REQUEST)
-    finally:
-        await summarizer.aclose()
+    await retried(make(provider, loopback), attrs.evolve(TINY, max_agent_delay_ms=50), notices)
     assert time.monotonic() - started < 15  # not the 30 s the server asked for
+    assert [n.delay for n in notices] == [0.05]
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_context_length_is_not_retried(provider: str, loopback: LoopbackProvider) -> None:
     loopback.script("context_length")
-    summarizer = make(provider, loopback)
-    try:
-        with pytest.raises(ContextLengthError) as info:
-            await summarizer.summarize(REQUEST)
-    finally:
-        await summarizer.aclose()
+    with pytest.raises(ContextLengthError) as info:
+        await retried(make(provider, loopback))
     assert info.value.status == 400
     assert len(loopback.requests) == 1
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("mode", ["reset", "reset_mid_stream", "malformed", "truncated", "empty", "tool_only", "500"])
+@pytest.mark.parametrize("mode", ["reset", "reset_mid_stream", "malformed", "truncated", "500", "503"])
 async def test_transient_failures_are_retried_then_succeed(
     provider: str, mode: str, loopback: LoopbackProvider
 ) -> None:
     loopback.script(mode, "ok")
-    summarizer = make(provider, loopback)
-    try:
-        result = await summarizer.summarize(REQUEST)
-    finally:
-        await summarizer.aclose()
+    result = await retried(make(provider, loopback))
     assert "## Goal" in result.text
     assert len(loopback.requests) == 2
 
@@ -144,32 +157,43 @@ async def test_transient_failures_are_retried_then_succeed(
         ("reset_mid_stream", "connection failed"),
         ("malformed", "malformed stream"),
         ("truncated", "truncated stream"),
-        ("empty", "empty answer"),
-        ("tool_only", "tool calls only"),
     ],
 )
 async def test_transient_failures_give_up_at_the_limit(
     provider: str, mode: str, message: str, loopback: LoopbackProvider
 ) -> None:
     loopback.set_default(mode)
-    summarizer = make(provider, loopback, max_retries=1)
-    try:
-        with pytest.raises(SummarizerError, match=message) as info:
-            await summarizer.summarize(REQUEST)
-    finally:
-        await summarizer.aclose()
+    with pytest.raises(SummarizerError, match=message) as info:
+        await retried(make(provider, loopback), attrs.evolve(TINY, max_retries=1))
     assert not isinstance(info.value, ContextLengthError)
     assert len(loopback.requests) == 2
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(("mode", "stop", "has_text"), [("length", "length", True), ("tool_only", "toolUse", False),
+                                                        ("empty", "stop", False), ("ok", "stop", True)])
+async def test_stop_reasons_are_reported_not_retried(
+    provider: str, mode: str, stop: str, has_text: bool, loopback: LoopbackProvider
+) -> None:
+    loopback.script(mode, "ok")
+    result = await retried(make(provider, loopback))
+    assert result.stop_reason == stop
+    assert bool(result.text.strip()) is has_text
+    assert len(loopback.requests) == 1
+
+
+def test_quota_and_billing_errors_are_not_transient() -> None:
+    assert is_transient(SummarizerError("HTTP 429: Rate limit reached", status=429, retryable=True))
+    assert not is_transient(SummarizerError("HTTP 429: You exceeded your quota: insufficient_quota", retryable=True))
+    assert not is_transient(SummarizerError("HTTP 402: check your billing details", retryable=True))
+    assert not is_transient(ContextLengthError("prompt is too long", status=400))
+    assert not is_transient(SummarizerError("HTTP 401: bad key", status=401))
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 async def test_read_timeout_is_retried(provider: str, loopback: LoopbackProvider) -> None:
     loopback.script(Fault("delay", delay=1.0), "ok")
-    summarizer = make(provider, loopback, timeout_seconds=0.2)
-    try:
-        result = await summarizer.summarize(REQUEST)
-    finally:
-        await summarizer.aclose()
+    result = await retried(make(provider, loopback, timeout_seconds=0.2))
     assert result.text
     assert len(loopback.requests) == 2
 
@@ -177,12 +201,8 @@ async def test_read_timeout_is_retried(provider: str, loopback: LoopbackProvider
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_client_errors_are_not_retried(provider: str, loopback: LoopbackProvider) -> None:
     loopback.script(Fault("500", status=403))
-    summarizer = make(provider, loopback)
-    try:
-        with pytest.raises(SummarizerError) as info:
-            await summarizer.summarize(REQUEST)
-    finally:
-        await summarizer.aclose()
+    with pytest.raises(SummarizerError) as info:
+        await retried(make(provider, loopback))
     assert info.value.status == 403
     assert not info.value.retryable
     assert len(loopback.requests) == 1
@@ -215,17 +235,13 @@ async def test_cancellation_closes_the_connection_at_once(provider: str, loopbac
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_cancellation_during_backoff_is_not_swallowed(provider: str, loopback: LoopbackProvider) -> None:
     loopback.set_default("500")
-    summarizer = make(provider, loopback, retry_base_delay=5.0, retry_max_delay=5.0)
-    task = asyncio.create_task(summarizer.summarize(REQUEST))
-    try:
-        while not loopback.requests or not loopback.requests[0].completed:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.05)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-    finally:
-        await summarizer.aclose()
+    task = asyncio.create_task(retried(make(provider, loopback), RetrySettings(base_delay_ms=5000)))
+    while not loopback.requests or not loopback.requests[0].completed:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     assert len(loopback.requests) == 1
 
 
@@ -235,13 +251,14 @@ async def test_the_key_never_appears_in_logs_or_errors(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     loopback.script("500", "reset", "malformed", "ok", "context_length", "429")
-    summarizer = make(provider, loopback, max_retries=3)
+    summarizer = make(provider, loopback)
+    policy = attrs.evolve(TINY, max_retries=3)
     errors: list[str] = []
     try:
-        await summarizer.summarize(REQUEST)
+        await with_retries(lambda: summarizer.summarize(REQUEST), policy)
         for _ in range(2):
             try:
-                await summarizer.summarize(REQUEST)
+                await with_retries(lambda: summarizer.summarize(REQUEST), policy)
             except SummarizerError as exc:
                 errors.append(str(exc))
     finally:
@@ -309,7 +326,7 @@ async def test_a_key_echoed_by_the_server_is_redacted(
     async with echo_server(status, content_type, payload) as base_url:
         fake = LoopbackProvider()
         fake.base_url = base_url
-        summarizer = make(provider, fake, max_retries=0)
+        summarizer = make(provider, fake)
         try:
             with pytest.raises(SummarizerError) as info:
                 await summarizer.summarize(REQUEST)
@@ -332,14 +349,11 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after({}) is None
 
 
-def test_backoff_grows_with_jitter_within_bounds() -> None:
-    settings = SummarizerSettings(retry_base_delay=1.0, retry_max_delay=8.0)
-    for attempt in range(8):
-        for _ in range(20):
-            assert 1.0 <= backoff_delay(settings, attempt) <= min(8.0, 2**attempt)
-    assert backoff_delay(settings, 0) == 1.0
-    assert backoff_delay(settings, 3, retry_after=100) == 8.0
-    assert backoff_delay(settings, 3, retry_after=0.2) == 0.2
+def test_retry_delay_doubles_from_the_base_and_is_capped() -> None:
+    policy = RetrySettings()  # Pi 1.6.0's defaults: 2000 ms doubling, capped at 60000 ms
+    assert [retry_delay(policy, n) for n in range(1, 7)] == [2.0, 4.0, 8.0, 16.0, 32.0, 60.0]
+    assert retry_delay(policy, 2, retry_after=100) == 60.0
+    assert retry_delay(policy, 2, retry_after=0.2) == 0.2
 
 
 @pytest.mark.parametrize(
