@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import attrs
 
-from pi_protocol.base import keep_null
+from pi_protocol.base import JsonDict, extra_field, keep_null
 from pi_protocol.compaction import CompactionPreview
 from pi_protocol.entries import RawEntry, RawHeader
 from pi_protocol.session import SessionWarning
@@ -193,13 +193,23 @@ class BeforeCompactParams:
 
 @attrs.define(kw_only=True)
 class HookCompaction:
-    """A compaction supplied by a ``pi/beforeCompact`` hook (stored with ``fromHook: true``)."""
+    """A compaction supplied by a ``pi/beforeCompact`` hook (stored with ``fromHook: true``).
+
+    ``firstKeptEntryId: null`` (not absent) asks for a retain-none compaction,
+    as Pi 1.6.0's ``appendCompaction(…, null, …)``; the explicit ``null`` is
+    seen in ``extra`` (see :meth:`retains_none`).
+    """
 
     summary: str
     first_kept_entry_id: str | None = None
     tokens_before: int | None = None
     details: Any = None
     usage: Any = None
+    extra: JsonDict = extra_field()
+
+    def retains_none(self) -> bool:
+        """Whether the hook answered ``firstKeptEntryId: null`` (absent means: the prepared one)."""
+        return self.first_kept_entry_id is None and "firstKeptEntryId" in self.extra
 
 
 @attrs.define(kw_only=True)

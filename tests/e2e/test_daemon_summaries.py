@@ -437,6 +437,20 @@ async def test_before_compact_first_kept_off_the_path_falls_back_to_the_prepared
     assert result["entry"]["tokensBefore"] == 1 and result["entry"]["fromHook"] is True
 
 
+async def test_before_compact_null_first_kept_is_a_retain_none_compaction(daemons: Daemons, tmp_path: Path) -> None:
+    path = session_file(tmp_path)
+    client = await daemons.start(SMALL_KEEP, hooks=["beforeCompact"])
+    client.hook_impl["beforeCompact"] = lambda params: {
+        "compaction": {"summary": "everything, summarized by the hook", "firstKeptEntryId": None}
+    }
+    sid = await open_path(client, path)
+    entry = (await call(client, "pi/compact", {"sessionId": sid}))["entry"]
+    assert entry["firstKeptEntryId"] == entry["id"] and entry["fromHook"] is True  # as Pi 1.6.0 writes it
+    assert read_lines(path)[-1] == entry
+    context = await call(client, "pi/getContext", {"sessionId": sid})
+    assert [m["role"] for m in context["messages"]] == ["compactionSummary"]  # nothing kept
+
+
 async def test_before_tree_cancel_and_summary(daemons: Daemons, tmp_path: Path) -> None:
     path = session_file(tmp_path, entries=60)
     lines = read_lines(path)

@@ -175,8 +175,9 @@ export interface CompactionEntry {
   firstKeptEntryId: string;
   tokensBefore: number;
   details?: unknown;
-  fromHook?: boolean | null;
   usage?: Usage | null;
+  fromHook?: boolean | null;
+  systemMessage?: Record<string, unknown> | null;
   [key: string]: unknown;
 }
 
@@ -188,8 +189,8 @@ export interface BranchSummaryEntry {
   fromId: string;
   summary: string;
   details?: unknown;
-  fromHook?: boolean | null;
   usage?: Usage | null;
+  fromHook?: boolean | null;
   [key: string]: unknown;
 }
 
@@ -535,6 +536,7 @@ export interface HookCompaction {
   tokensBefore?: number | null;
   details?: unknown;
   usage?: unknown;
+  [key: string]: unknown;
 }
 
 export interface BeforeCompactAnswer {
