@@ -8,11 +8,13 @@ JSON objects, passed through unchanged (:data:`~pi_protocol.messages.RawMessage`
 
 from __future__ import annotations
 
+from typing import Literal
+
 import attrs
 
 from pi_protocol.base import keep_null
 from pi_protocol.entries import RawEntry
-from pi_protocol.messages import RawMessage
+from pi_protocol.messages import RawMessage, Usage
 
 
 @attrs.define(kw_only=True)
@@ -35,11 +37,20 @@ class CompactionPreview:
 
 @attrs.define(kw_only=True)
 class CompactResult:
-    """``pi/compact``: the entry written and the context size before and after."""
+    """``pi/compact``, ``pi/reportOverflow``: the entry written and the context size before and after.
+
+    ``estimated_tokens_after`` is Pi 1.6.0's (every message of the rebuilt
+    context estimated, no usage figures); ``tokens_after`` is the same value,
+    kept for older clients. ``usage`` is the summarizer's (cache reads and
+    writes included), absent when a hook supplied the compaction without one.
+    """
 
     entry: RawEntry
     tokens_before: int
     tokens_after: int
+    estimated_tokens_after: int
+    usage: Usage | None = None
+    outcome: Literal["compacted", "maskedOnly"] = "compacted"
 
 
 @attrs.define(kw_only=True)

@@ -271,6 +271,9 @@ export interface CompactResult {
   entry: SessionEntry;
   tokensBefore: number;
   tokensAfter: number;
+  estimatedTokensAfter: number;
+  usage?: Usage | null;
+  outcome: "compacted" | "maskedOnly";
 }
 
 export interface NavigateResult {
@@ -421,6 +424,7 @@ export interface AppendResult {
   leafId?: string | null;
   contextTokens?: number;
   shouldCompact?: boolean;
+  estimatedContextTokens?: number;
 }
 
 export interface TreeNode {
@@ -466,6 +470,7 @@ export interface StatsResult {
   contextTokens?: number | null;
   contextWindow?: number;
   contextPercent?: number | null;
+  estimatedContextTokens?: number;
 }
 
 export interface EstimateTokensResult {
@@ -497,6 +502,16 @@ export interface CompactionEnded {
   willRetry?: boolean;
   entry?: SessionEntry | null;
   error?: string | null;
+  result?: CompactResult | null;
+}
+
+export interface CompactionFailed {
+  sessionId: string;
+  reason: "manual" | "threshold" | "overflow";
+  errorMessage?: string | null;
+  aborted?: boolean;
+  willRetry?: boolean;
+  errorReason?: string;
 }
 
 export interface Compacted {
@@ -652,6 +667,7 @@ export interface PiNotifications {
   "pi/compactionStarted": CompactionStarted;
   "pi/compactionEnded": CompactionEnded;
   "pi/compacted": Compacted;
+  "pi/compactionFailed": CompactionFailed;
   "pi/treeNavigated": TreeNavigated;
   "pi/sessionChanged": SessionChanged;
 }
@@ -683,6 +699,7 @@ export const Methods = {
   COMPACTION_STARTED: "pi/compactionStarted",
   COMPACTION_ENDED: "pi/compactionEnded",
   COMPACTED: "pi/compacted",
+  COMPACTION_FAILED: "pi/compactionFailed",
   TREE_NAVIGATED: "pi/treeNavigated",
   SESSION_CHANGED: "pi/sessionChanged",
   BEFORE_COMPACT: "pi/beforeCompact",
