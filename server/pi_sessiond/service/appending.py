@@ -60,7 +60,7 @@ async def append(core: Core, opened: OpenSession, params: AppendParams) -> Appen
         leaf_id=session.leaf_id,
         context_tokens=tokens,
         should_compact=should_compact(tokens, window, compaction),
-        estimated_context_tokens=projected_context_tokens(session, settings.tokenizer),
+        estimated_context_tokens=projected_context_tokens(session, settings.tokenizer, usage_based=tokens),
     )
 
 

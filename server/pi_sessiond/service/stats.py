@@ -75,11 +75,19 @@ def usage_is_trusted(session: Session, leaf_id: str | None = None) -> bool:
     return False
 
 
-def projected_context_tokens(session: Session, name: str, leaf_id: str | None = None) -> int:
-    """Pi 1.6.0's ``estimateProjectedContextTokens`` of the leaf, with the estimator ``name``."""
-    projection = session.projection() if leaf_id is None else session.projection(leaf_id)
-    messages = projection.messages
-    if usage_is_trusted(session, leaf_id):
+def projected_context_tokens(
+    session: Session, name: str, leaf_id: str | None = None, *, usage_based: int | None = None
+) -> int:
+    """Pi 1.6.0's ``estimateProjectedContextTokens`` of the leaf, with the estimator ``name``.
+
+    ``usage_based``: the leaf's :func:`leaf_context_tokens` if the caller has it
+    (it is the answer whenever the usage is trusted; saves a second pass).
+    """
+    trusted = usage_is_trusted(session, leaf_id)
+    if trusted and usage_based is not None:
+        return usage_based
+    messages = (session.context() if leaf_id is None else session.context(leaf_id)).messages  # the projection's
+    if trusted:
         return context_tokens(messages, name).tokens
     estimator = get_estimator(name, messages=messages)
     system = current_system_message(messages)
