@@ -14,7 +14,7 @@ import attrs
 
 from pi_protocol.base import keep_null
 from pi_protocol.entries import RawEntry
-from pi_protocol.messages import RawMessage
+from pi_protocol.messages import RawMessage, Usage
 
 
 @attrs.define(kw_only=True)
@@ -49,11 +49,20 @@ class CompactionPreview:
 
 @attrs.define(kw_only=True)
 class CompactResult:
-    """``pi/compact``: the entry written and the context size before and after."""
+    """``pi/compact``, ``pi/reportOverflow``: the entry written and the context size before and after.
+
+    ``estimated_tokens_after`` is Pi 1.6.0's (every message of the rebuilt
+    context estimated, no usage figures); ``tokens_after`` is the same value,
+    kept for older clients. ``usage`` is the summarizer's (cache reads and
+    writes included), absent when a hook supplied the compaction without one.
+    """
 
     entry: RawEntry
     tokens_before: int
     tokens_after: int
+    estimated_tokens_after: int
+    usage: Usage | None = None
+    outcome: Literal["compacted", "maskedOnly"] = "compacted"
 
 
 @attrs.define(kw_only=True)

@@ -80,8 +80,9 @@ class CompactionEntry:
     first_kept_entry_id: str
     tokens_before: int
     details: Any = None
-    from_hook: bool | None = None
     usage: Usage | None = None
+    from_hook: bool | None = None
+    system_message: JsonDict | None = None  # Pi 1.6.0's checkpoint: the replayed system message
     extra: JsonDict = extra_field()
 
 
@@ -94,8 +95,8 @@ class BranchSummaryEntry:
     from_id: str
     summary: str
     details: Any = None
-    from_hook: bool | None = None
     usage: Usage | None = None
+    from_hook: bool | None = None
     extra: JsonDict = extra_field()
 
 

@@ -45,6 +45,7 @@ from pi_protocol.results import (
     BeforeTreeParams,
     Compacted,
     CompactionEnded,
+    CompactionFailed,
     CompactionStarted,
     EntriesResult,
     EstimateTokensResult,
@@ -83,6 +84,7 @@ UPDATE_SETTINGS: Final = "pi/updateSettings"
 COMPACTION_STARTED: Final = "pi/compactionStarted"
 COMPACTION_ENDED: Final = "pi/compactionEnded"
 COMPACTED: Final = "pi/compacted"
+COMPACTION_FAILED: Final = "pi/compactionFailed"
 TREE_NAVIGATED: Final = "pi/treeNavigated"
 SESSION_CHANGED: Final = "pi/sessionChanged"
 
@@ -188,6 +190,8 @@ NOTIFICATIONS: Final = (
     NotificationSpec(COMPACTION_ENDED, CompactionEnded,
                      "An auto-compaction finished, with its `entry` or `error` (Pi RPC's `auto_compaction_end`)."),
     NotificationSpec(COMPACTED, Compacted, "A compaction entry was written (any reason)."),
+    NotificationSpec(COMPACTION_FAILED, CompactionFailed,
+                     "A compaction attempt (any reason) wrote nothing (Pi 1.6.0's `session_compact_failed`)."),
     NotificationSpec(TREE_NAVIGATED, TreeNavigated,
                      "After `pi/navigateTree`: the old and new leaf, and the summary entry if one was written."),
     NotificationSpec(SESSION_CHANGED, SessionChanged, "A session's leaf or entries changed, for any reason."),

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 import attrs
 
-from pi_protocol.base import keep_null
-from pi_protocol.compaction import CompactionPreview
+from pi_protocol.base import JsonDict, extra_field, keep_null
+from pi_protocol.compaction import CompactionPreview, CompactResult
 from pi_protocol.entries import RawEntry, RawHeader
 from pi_protocol.session import SessionWarning
 
@@ -50,10 +50,14 @@ class ListSessionsResult:
 
 @attrs.define(kw_only=True)
 class AppendResult:
+    """``estimated_context_tokens`` is Pi 1.6.0's projected estimate (usage older than an edit or compaction
+    not trusted), the ``~N`` an editor may show while ``pi/getStats`` has ``contextTokens: null``."""
+
     ids: list[str]
     leaf_id: str | None = keep_null(default=None)
     context_tokens: int = 0
     should_compact: bool = False
+    estimated_context_tokens: int = 0
 
 
 @attrs.define(kw_only=True)
@@ -97,6 +101,10 @@ class TokenTotals:
 
 @attrs.define(kw_only=True)
 class StatsResult:
+    """``pi/getStats``: ``tokens``, ``cost`` and ``message_counts`` over the whole file (Pi 1.6.0's
+    ``getSessionStats``); ``compactions`` / ``branch_summaries`` on the leaf's path; ``context_tokens``
+    ``null`` after a compaction until a fresh usage, ``estimated_context_tokens`` always the estimate."""
+
     tokens: TokenTotals = attrs.field(factory=TokenTotals)
     cost: float = 0
     message_counts: dict[str, int] = attrs.field(factory=dict)
@@ -105,6 +113,7 @@ class StatsResult:
     context_tokens: int | None = keep_null(default=None)
     context_window: int = 0
     context_percent: float | None = keep_null(default=None)
+    estimated_context_tokens: int = 0
 
 
 @attrs.define(kw_only=True)
@@ -143,11 +152,31 @@ class CompactionStarted:
 
 @attrs.define(kw_only=True)
 class CompactionEnded:
+    """The end of an auto-compaction: ``entry`` and ``result`` (the ``pi/compact`` result) or ``error``."""
+
     session_id: str
     reason: Reason
     will_retry: bool = False
     entry: RawEntry | None = None
     error: str | None = None
+    result: CompactResult | None = None
+
+
+@attrs.define(kw_only=True)
+class CompactionFailed:
+    """A compaction attempt (any reason) that wrote nothing: Pi 1.6.0's ``session_compact_failed``.
+
+    ``error_message`` is ``null`` when ``aborted`` (cancelled by the client or
+    a hook), as Pi leaves it out then; ``error_reason`` is the error's
+    ``reason`` (PROTOCOL.md "Errors"; ``cancelled`` for a cancellation).
+    """
+
+    session_id: str
+    reason: Reason
+    error_message: str | None = keep_null(default=None)
+    aborted: bool = False
+    will_retry: bool = False
+    error_reason: str = "internal"
 
 
 @attrs.define(kw_only=True)
@@ -193,13 +222,23 @@ class BeforeCompactParams:
 
 @attrs.define(kw_only=True)
 class HookCompaction:
-    """A compaction supplied by a ``pi/beforeCompact`` hook (stored with ``fromHook: true``)."""
+    """A compaction supplied by a ``pi/beforeCompact`` hook (stored with ``fromHook: true``).
+
+    ``firstKeptEntryId: null`` (not absent) asks for a retain-none compaction,
+    as Pi 1.6.0's ``appendCompaction(…, null, …)``; the explicit ``null`` is
+    seen in ``extra`` (see :meth:`retains_none`).
+    """
 
     summary: str
     first_kept_entry_id: str | None = None
     tokens_before: int | None = None
     details: Any = None
     usage: Any = None
+    extra: JsonDict = extra_field()
+
+    def retains_none(self) -> bool:
+        """Whether the hook answered ``firstKeptEntryId: null`` (absent means: the prepared one)."""
+        return self.first_kept_entry_id is None and "firstKeptEntryId" in self.extra
 
 
 @attrs.define(kw_only=True)

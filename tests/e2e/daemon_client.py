@@ -48,6 +48,7 @@ NOTIFICATIONS = (
     "pi/compactionStarted",
     "pi/compactionEnded",
     "pi/compacted",
+    "pi/compactionFailed",
     "pi/treeNavigated",
     "pi/sessionChanged",
 )

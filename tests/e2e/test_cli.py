@@ -89,7 +89,8 @@ def test_context_tokens_by_tokenizer(real_session: Path, isolated_agent_dir: Pat
 def test_stats_json(real_session: Path) -> None:
     stats = ok_json("stats", str(real_session), "--json")
     assert stats["contextTokens"] == 180820 and stats["contextWindow"] == 200000
-    assert stats["messageCounts"]["totalMessages"] == 446
+    assert stats["messageCounts"]["totalMessages"] == 990  # every message entry of the file, as Pi 1.6.0 counts
+    assert stats["estimatedContextTokens"] == stats["contextTokens"]  # the usage is fresh
     assert stats["compactions"] == 2
 
 

@@ -101,9 +101,10 @@ async def test_append_result_and_every_entry_is_on_disk_before_the_reply(daemons
                 "entries": [user_msg(f"question {n}"), assistant_msg(f"answer {n}", input_tokens=1000 + n)],
             },
         )
-        assert set(result) == {"ids", "leafId", "contextTokens", "shouldCompact"}
+        assert set(result) == {"ids", "leafId", "contextTokens", "shouldCompact", "estimatedContextTokens"}
         assert len(result["ids"]) == 2 and result["leafId"] == result["ids"][-1]
         assert result["contextTokens"] == 1005 + n  # the usage of the last assistant message
+        assert result["estimatedContextTokens"] == 1005 + n  # the usage is fresh: the same estimate
         assert result["shouldCompact"] is False
         lines = read_lines(path)  # read at once: the entries are already there
         assert [e["id"] for e in lines[-2:]] == result["ids"]

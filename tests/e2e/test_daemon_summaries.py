@@ -84,11 +84,19 @@ async def test_compact_streams_progress_on_the_client_token_and_notifies(daemons
         requests = loopback.requests  # two when the cut splits a turn (history + turn prefix)
     assert 1 <= len(requests) <= 2 and all(r.completed for r in requests)
     request = requests[0]
-    assert list(result) == ["entry", "tokensBefore", "tokensAfter"]
+    assert list(result) == ["entry", "tokensBefore", "tokensAfter", "estimatedTokensAfter", "usage", "outcome"]
     entry = result["entry"]
     assert entry["type"] == "compaction" and entry["summary"].startswith("## Goal")
     assert 0 < result["tokensAfter"] < result["tokensBefore"] == entry["tokensBefore"]
+    assert result["estimatedTokensAfter"] == result["tokensAfter"] and result["outcome"] == "compacted"
+    usage = result["usage"]
+    assert usage == entry["usage"] and usage["input"] > 0 and usage["output"] > 0
+    assert {"cacheRead", "cacheWrite", "totalTokens", "cost"} <= set(usage)
     assert path.read_bytes().startswith(before) and read_lines(path)[-1] == entry
+    # after the compaction Pi's contextTokens is unknown; the estimate is estimatedTokensAfter
+    stats = await call(client, "pi/getStats", {"sessionId": sid})
+    assert stats["contextTokens"] is None and stats["estimatedContextTokens"] == result["estimatedTokensAfter"]
+    assert (await call(client, "pi/estimateTokens", {"sessionId": sid}))["tokens"] == result["estimatedTokensAfter"]
     assert request.path == "/v1/chat/completions" and request.body["stream"] is True
     assert request.headers["authorization"] == f"Bearer {LOOPBACK_KEY}"
     assert "focus on the tests" in json.dumps(request.body)
@@ -161,6 +169,9 @@ async def test_cancel_request_mid_stream(daemons: Daemons, tmp_path: Path) -> No
     assert sha(path) == before
     assert progress_kinds(client, "c-1")[-1] == "End" and reports(client, "c-1")[-1].message == "cancelled"
     assert events(client, "pi/compacted") == []
+    failed = await wait_event(client, "pi/compactionFailed")
+    assert failed == {"sessionId": sid, "reason": "manual", "errorMessage": None, "aborted": True,
+                      "willRetry": False, "errorReason": "cancelled"}
     # the session still works, and a new compaction may start
     assert (await call(client, "pi/getStats", {"sessionId": sid}))["compactions"] == 0
 
@@ -216,6 +227,12 @@ async def test_summarizer_failure_is_32005_with_status_and_no_key(daemons: Daemo
         "retrying in 0.002s (attempt 3 of 4)",
         "retrying in 0.004s (attempt 4 of 4)",
     ]
+    failed = await wait_event(client, "pi/compactionFailed")
+    assert failed["sessionId"] == sid and failed["reason"] == "manual" and failed["aborted"] is False
+    assert failed["errorReason"] == "summarizerFailed" and failed["willRetry"] is False
+    assert failed["errorMessage"] == f"Compaction failed: {error.message}"
+    assert LOOPBACK_KEY not in json.dumps(failed)
+    assert len(events(client, "pi/compactionFailed")) == 1
 
 
 async def test_a_transient_error_is_retried_and_shown_in_progress(daemons: Daemons, tmp_path: Path) -> None:
@@ -354,6 +371,8 @@ async def test_cancel_report_overflow_mid_stream(daemons: Daemons, tmp_path: Pat
         assert error.code == -32800
         ended = await wait_event(client, "pi/compactionEnded")
         assert ended["reason"] == "overflow" and ended["error"] and not ended.get("entry")
+        failed = await wait_event(client, "pi/compactionFailed")
+        assert (failed["reason"], failed["aborted"], failed["errorMessage"]) == ("overflow", True, None)
     assert sha(path) == before
 
 
@@ -473,6 +492,20 @@ async def test_before_compact_first_kept_off_the_path_falls_back_to_the_prepared
     prep = client.hook_calls[0][1]["preparation"]
     assert result["entry"]["firstKeptEntryId"] == prep["firstKeptEntryId"]
     assert result["entry"]["tokensBefore"] == 1 and result["entry"]["fromHook"] is True
+
+
+async def test_before_compact_null_first_kept_is_a_retain_none_compaction(daemons: Daemons, tmp_path: Path) -> None:
+    path = session_file(tmp_path)
+    client = await daemons.start(SMALL_KEEP, hooks=["beforeCompact"])
+    client.hook_impl["beforeCompact"] = lambda params: {
+        "compaction": {"summary": "everything, summarized by the hook", "firstKeptEntryId": None}
+    }
+    sid = await open_path(client, path)
+    entry = (await call(client, "pi/compact", {"sessionId": sid}))["entry"]
+    assert entry["firstKeptEntryId"] == entry["id"] and entry["fromHook"] is True  # as Pi 1.6.0 writes it
+    assert read_lines(path)[-1] == entry
+    context = await call(client, "pi/getContext", {"sessionId": sid})
+    assert [m["role"] for m in context["messages"]] == ["compactionSummary"]  # nothing kept
 
 
 async def test_before_tree_cancel_and_summary(daemons: Daemons, tmp_path: Path) -> None:
@@ -659,6 +692,9 @@ async def test_auto_compaction_is_cancelled_with_its_progress_bar(daemons: Daemo
         cancel_progress(client, token)
         ended = await wait_event(client, "pi/compactionEnded")
         assert ended["reason"] == "threshold" and ended["error"] and not ended.get("entry")
+        failed = await wait_event(client, "pi/compactionFailed")
+        assert failed == {"sessionId": sid, "reason": "threshold", "errorMessage": None, "aborted": True,
+                          "willRetry": False, "errorReason": "cancelled"}
         await settle(
             lambda: all(r.disconnected_at is not None for r in loopback.requests),
             what="the loopback to see the disconnect",
@@ -672,11 +708,13 @@ async def test_report_overflow_compacts_with_will_retry(daemons: Daemons, tmp_pa
     client = await daemons.start(SMALL_KEEP)
     sid = await open_path(client, path)
     result = await call(client, "pi/reportOverflow", {"sessionId": sid, "workDoneToken": "ov"})
-    assert list(result) == ["entry", "tokensBefore", "tokensAfter"]
+    assert list(result) == ["entry", "tokensBefore", "tokensAfter", "estimatedTokensAfter", "usage", "outcome"]
     started = await wait_event(client, "pi/compactionStarted")
     assert started == {"sessionId": sid, "reason": "overflow", "willRetry": True}
     ended = await wait_event(client, "pi/compactionEnded")
     assert ended["willRetry"] is True and ended["entry"] == result["entry"] and ended["reason"] == "overflow"
+    assert ended["result"] == result  # the auto-compaction result carries the same fields
+    assert events(client, "pi/compactionFailed") == []
     assert (await wait_event(client, "pi/compacted"))["reason"] == "overflow"
     assert read_lines(path)[-1] == result["entry"]
     assert progress_kinds(client, "ov")[-1] == "End"
@@ -688,6 +726,9 @@ async def test_report_overflow_compacts_with_will_retry(daemons: Daemons, tmp_pa
         what="compactionEnded with an error",
     )
     assert failed[0]["willRetry"] is False
+    refused = await wait_event(client, "pi/compactionFailed")
+    assert refused == {"sessionId": sid, "reason": "overflow", "errorMessage": failed[0]["error"], "aborted": False,
+                       "willRetry": False, "errorReason": "nothingToCompact"}
 
 
 # ------------------------------------------------------------------ robustness

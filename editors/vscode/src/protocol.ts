@@ -175,8 +175,9 @@ export interface CompactionEntry {
   firstKeptEntryId: string;
   tokensBefore: number;
   details?: unknown;
-  fromHook?: boolean | null;
   usage?: Usage | null;
+  fromHook?: boolean | null;
+  systemMessage?: Record<string, unknown> | null;
   [key: string]: unknown;
 }
 
@@ -188,8 +189,8 @@ export interface BranchSummaryEntry {
   fromId: string;
   summary: string;
   details?: unknown;
-  fromHook?: boolean | null;
   usage?: Usage | null;
+  fromHook?: boolean | null;
   [key: string]: unknown;
 }
 
@@ -279,6 +280,9 @@ export interface CompactResult {
   entry: SessionEntry;
   tokensBefore: number;
   tokensAfter: number;
+  estimatedTokensAfter: number;
+  usage?: Usage | null;
+  outcome: "compacted" | "maskedOnly";
 }
 
 export interface NavigateResult {
@@ -429,6 +433,7 @@ export interface AppendResult {
   leafId?: string | null;
   contextTokens?: number;
   shouldCompact?: boolean;
+  estimatedContextTokens?: number;
 }
 
 export interface TreeNode {
@@ -474,6 +479,7 @@ export interface StatsResult {
   contextTokens?: number | null;
   contextWindow?: number;
   contextPercent?: number | null;
+  estimatedContextTokens?: number;
 }
 
 export interface EstimateTokensResult {
@@ -505,6 +511,16 @@ export interface CompactionEnded {
   willRetry?: boolean;
   entry?: SessionEntry | null;
   error?: string | null;
+  result?: CompactResult | null;
+}
+
+export interface CompactionFailed {
+  sessionId: string;
+  reason: "manual" | "threshold" | "overflow";
+  errorMessage?: string | null;
+  aborted?: boolean;
+  willRetry?: boolean;
+  errorReason?: string;
 }
 
 export interface Compacted {
@@ -544,6 +560,7 @@ export interface HookCompaction {
   tokensBefore?: number | null;
   details?: unknown;
   usage?: unknown;
+  [key: string]: unknown;
 }
 
 export interface BeforeCompactAnswer {
@@ -674,6 +691,7 @@ export interface PiNotifications {
   "pi/compactionStarted": CompactionStarted;
   "pi/compactionEnded": CompactionEnded;
   "pi/compacted": Compacted;
+  "pi/compactionFailed": CompactionFailed;
   "pi/treeNavigated": TreeNavigated;
   "pi/sessionChanged": SessionChanged;
 }
@@ -705,6 +723,7 @@ export const Methods = {
   COMPACTION_STARTED: "pi/compactionStarted",
   COMPACTION_ENDED: "pi/compactionEnded",
   COMPACTED: "pi/compacted",
+  COMPACTION_FAILED: "pi/compactionFailed",
   TREE_NAVIGATED: "pi/treeNavigated",
   SESSION_CHANGED: "pi/sessionChanged",
   BEFORE_COMPACT: "pi/beforeCompact",

@@ -16,8 +16,15 @@ Contracts:
   nothing is lost); any other move is :class:`Conflict`. Exactly one
   ``compaction`` entry is appended, in one line, only after everything
   succeeded, so a failure or cancellation earlier leaves the file untouched.
-- The entry is Pi's (``summary, firstKeptEntryId, tokensBefore, details,
-  fromHook``) plus ``usage`` of the summarization calls (newer Pi does too).
+- The entry is written as Pi 1.6.0's ``appendCompaction`` writes it
+  (:func:`write_compaction`): ``summary, firstKeptEntryId, tokensBefore,
+  details, usage, fromHook, systemMessage``, with ``usage`` the summarization
+  calls' (an oversized first answer's included), the ``systemMessage``
+  checkpoint when the leaf's projection has system messages, and a
+  ``firstKeptEntryId`` of ``null`` (only a hook asks for that) written as the
+  entry's own id: a retain-none compaction.
+- ``estimatedTokensAfter`` is Pi 1.6.0's: every message of the rebuilt
+  projection estimated, no usage figures (they describe the old context).
 """
 
 from __future__ import annotations
@@ -28,18 +35,25 @@ from typing import Any
 
 import attrs
 
-from pi_protocol import CompactionEntry, CompactionPreview, FileDetails, Usage, unstructure
+from pi_protocol import CompactionEntry, CompactionPreview, FileDetails, Usage, structure, unstructure
 from pi_protocol.compaction import SummaryRequestView
 from pi_sessiond.compaction.fileops import format_file_operations
 from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
 from pi_sessiond.compaction.tokens import CompactionSettings, estimate_tokens
 from pi_sessiond.errors import Conflict, NothingToCompact
 from pi_sessiond.pipeline.requests import OutputLimit, compaction_jobs, compaction_requests
-from pi_sessiond.pipeline.summaries import RunOptions, SummaryText, SummaryValidationError, summarize_compaction
-from pi_sessiond.store.context import context_from_path
+from pi_sessiond.pipeline.summaries import (
+    RunOptions,
+    SummaryText,
+    SummaryValidationError,
+    add_usage,
+    summarize_compaction,
+)
 from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.layout import now_iso
-from pi_sessiond.store.session import Session
+from pi_sessiond.store.layout import iso_ms, now_iso
+from pi_sessiond.store.projection import project_path
+from pi_sessiond.store.session import Completer, Session
+from pi_sessiond.store.system import current_system_message
 from pi_sessiond.summarizers.base import Summarizer, SummaryRequest
 
 JsonDict = dict[str, Any]
@@ -58,12 +72,15 @@ Reviewer = Callable[[str, int, int], Awaitable[str]]
 
 @attrs.frozen(kw_only=True)
 class CompactResult:
-    """What ``pi/compact`` answers."""
+    """What ``pi/compact`` answers: ``tokens_after`` is Pi 1.6.0's ``estimatedTokensAfter``.
+
+    ``usage`` is the summarizer's, or a hook's (``None`` when it gave none).
+    """
 
     entry: Entry
     tokens_before: int
     tokens_after: int
-    usage: Usage
+    usage: Usage | None
     dropped_messages: int = 0
 
 
@@ -115,7 +132,7 @@ async def compact(
     leaf_before = session.leaf_id
     prep = await prepare_off_loop(session, settings)
     data = await supply(prep) if supply is not None else None
-    summary = SummaryText(text="", usage=Usage())
+    summary: SummaryText | None = None
     if data is None:
         count = len(prep.messages_to_summarize) + len(prep.turn_prefix_messages)
         report(f"summarizing {count} messages", 5)
@@ -127,17 +144,51 @@ async def compact(
         data = compaction_entry(prep, text, summary.usage)
     report("writing", 95)
     check_descends(session, leaf_before)
-    entry = session.append([data])[0]
-    # Usage recorded before the compaction describes the old context: estimate the new one.
-    after = sum(estimate_tokens(m) for m in session.context().messages)
+    entry = write_compaction(session, data)
     report("done", 100)
     return CompactResult(
         entry=entry,
         tokens_before=int(entry.data.get("tokensBefore") or 0),
-        tokens_after=after,
-        usage=summary.usage,
-        dropped_messages=summary.dropped_messages,
+        tokens_after=estimated_tokens_after(session),
+        usage=summary.usage if summary is not None else hooked_usage(entry),
+        dropped_messages=summary.dropped_messages if summary is not None else 0,
     )
+
+
+def write_compaction(session: Session, data: JsonDict) -> Entry:
+    """Append the compaction ``data`` at the leaf as Pi 1.6.0's ``appendCompaction`` does.
+
+    The checkpoint is the current system message of the leaf's projection
+    (which starts with the previous checkpoint, so checkpoints chain) with the
+    entry's own time in ms; none when the projection has no system message.
+    A ``firstKeptEntryId`` of ``None`` becomes the entry's own id (retain-none).
+    """
+    return session.append([data], complete=completer(session))[0]
+
+
+def completer(session: Session) -> Completer:
+    """What :func:`write_compaction` adds to a compaction at the leaf once its id and time are known."""
+    checkpoint = current_system_message(session.projection().messages)
+
+    def complete(full: JsonDict) -> JsonDict:
+        if full.get("firstKeptEntryId") is None:
+            full["firstKeptEntryId"] = full["id"]
+        if checkpoint is not None:
+            full["systemMessage"] = {**checkpoint, "timestamp": iso_ms(str(full["timestamp"]))}
+        return full
+
+    return complete
+
+
+def estimated_tokens_after(session: Session) -> int:
+    """Pi 1.6.0's ``estimatedTokensAfter``: every message of the leaf's projection estimated, no usage."""
+    return sum(estimate_tokens(m) for m in session.projection().messages)
+
+
+def hooked_usage(entry: Entry) -> Usage | None:
+    """The usage a hook's compaction carries (``None`` without one)."""
+    usage = entry.data.get("usage")
+    return structure(usage, Usage) if isinstance(usage, dict) else None
 
 
 async def _sized_summary(
@@ -148,13 +199,15 @@ async def _sized_summary(
     report: Progress,
     options: RunOptions | None,
 ) -> SummaryText:
-    """The summary with its file lists; an oversized answer is asked for once more."""
+    """The summary with its file lists; an oversized answer is asked for once more (both usages count)."""
+    spent = Usage()
     for attempt in range(2):
         summary = await _summarize(session, summarizer, prep, instructions, report, options or RunOptions())
+        spent = add_usage(spent, summary.usage)
         text = summary.text + _file_block(prep)
         problem = oversized(text, prep)
         if not problem:
-            return SummaryText(text=text, usage=summary.usage, dropped_messages=summary.dropped_messages)
+            return SummaryText(text=text, usage=spent, dropped_messages=summary.dropped_messages)
         if attempt == 1:
             raise SummaryValidationError(problem)
     raise AssertionError("unreachable")
@@ -201,9 +254,10 @@ def check_descends(session: Session, leaf_before: str | None) -> None:
 
 
 def pending_tokens(session: Session, data: JsonDict) -> int:
-    """Pi's estimate of the context if ``data`` were appended at the leaf now."""
-    pending = Entry.from_data({**data, "id": "(pending)", "parentId": session.leaf_id, "timestamp": now_iso()})
-    return sum(estimate_tokens(m) for m in context_from_path([*session.path_to(), pending]).messages)
+    """``estimatedTokensAfter`` if ``data`` were written at the leaf now (:func:`write_compaction`)."""
+    full = {**data, "id": "(pending)", "parentId": session.leaf_id, "timestamp": now_iso()}
+    pending = Entry.from_data(completer(session)(full))
+    return sum(estimate_tokens(m) for m in project_path([*session.path_to(), pending]).messages)
 
 
 def preview(

@@ -32,7 +32,7 @@ from pi_sessiond.service.compaction import start_threshold
 from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.models import context_window
 from pi_sessiond.service.registry import OpenSession
-from pi_sessiond.service.stats import leaf_context_tokens, usage_is_fresh
+from pi_sessiond.service.stats import leaf_context_tokens, projected_context_tokens, usage_is_fresh
 from pi_sessiond.settings import compaction_for
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session
@@ -61,6 +61,7 @@ async def append(core: Core, opened: OpenSession, params: AppendParams) -> Appen
         leaf_id=session.leaf_id,
         context_tokens=tokens,
         should_compact=should_compact(tokens, window, compaction),
+        estimated_context_tokens=projected_context_tokens(session, settings.tokenizer, usage_based=tokens),
     )
 
 

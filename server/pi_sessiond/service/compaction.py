@@ -6,7 +6,11 @@ client's hooks (``service.hooks``) into it (``pi/beforeCompact`` as its
 its ``review``: accept / edit / reject), runs it as a job with a progress bar
 and sends the notifications. The pipeline's leaf re-check decides what
 appends during a summary may do (see its docstring).
-Anything that stops before the append leaves the session untouched.
+Anything that stops before the append leaves the session untouched, and every
+attempt that wrote nothing (manual, threshold or overflow: a failure, a
+refusal, a cancellation) is announced by one ``pi/compactionFailed``, as Pi
+1.6.0's ``session_compact_failed``; a request refused before it ran (``busy``)
+is not an attempt.
 """
 
 from __future__ import annotations
@@ -18,18 +22,24 @@ from typing import Any, TypeVar
 
 import attrs
 
-from pi_protocol import CompactionPreview, methods
+from pi_protocol import CompactionPreview, CompactResult, methods
 from pi_protocol.params import CompactParams, ReportOverflowParams
-from pi_protocol.results import Compacted, CompactionEnded, CompactionStarted, Reason, SessionChanged
+from pi_protocol.results import (
+    Compacted,
+    CompactionEnded,
+    CompactionFailed,
+    CompactionStarted,
+    Reason,
+    SessionChanged,
+)
 from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
-from pi_sessiond.errors import NothingToCompact, PiError
+from pi_sessiond.errors import NothingToCompact, PiError, Rejected
 from pi_sessiond.pipeline.compaction import compact, refusal, session_reasoning
 from pi_sessiond.pipeline.compaction import preview as preview_of
 from pi_sessiond.service import hooks
 from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.interface import ProgressFactory
 from pi_sessiond.service.registry import OpenSession
-from pi_sessiond.store.entry import Entry
 
 T = TypeVar("T")
 JsonDict = dict[str, Any]
@@ -39,22 +49,18 @@ OVERFLOW_RETRIED = (
     "Context overflow recovery failed after one compact-and-retry attempt. "
     "Try reducing context or switching to a larger-context model."
 )
-
-
-@attrs.frozen(kw_only=True)
-class Outcome:
-    """A written compaction."""
-
-    entry: Entry
-    tokens_before: int
-    tokens_after: int
+FAILURE_PREFIX: dict[Reason, str] = {
+    "manual": "Compaction failed",
+    "threshold": "Auto-compaction failed",
+    "overflow": "Context overflow recovery failed",
+}
 
 
 # ------------------------------------------------------------------ requests
-async def manual(core: Core, opened: OpenSession, params: CompactParams, progress: ProgressFactory) -> Outcome:
+async def manual(core: Core, opened: OpenSession, params: CompactParams, progress: ProgressFactory) -> CompactResult:
     """``pi/compact``: a job of this session, with a progress bar."""
 
-    async def work() -> Outcome:
+    async def work() -> CompactResult:
         return await with_progress(
             progress, "Compacting session", params.work_done_token,
             lambda report: compact_session(core, opened, reason="manual", will_retry=False,
@@ -64,7 +70,9 @@ async def manual(core: Core, opened: OpenSession, params: CompactParams, progres
     return await core.jobs.run(opened.key, "compaction", "manual", work)
 
 
-async def overflow(core: Core, opened: OpenSession, params: ReportOverflowParams, progress: ProgressFactory) -> Outcome:
+async def overflow(
+    core: Core, opened: OpenSession, params: ReportOverflowParams, progress: ProgressFactory
+) -> CompactResult:
     """``pi/reportOverflow``: compact with reason ``overflow`` and ``willRetry: true``."""
     settings = core.settings_for(opened)
     if not settings.compaction.enabled:
@@ -73,10 +81,12 @@ async def overflow(core: Core, opened: OpenSession, params: ReportOverflowParams
     if opened.overflow_attempted:
         end = CompactionEnded(session_id=opened.key, reason="overflow", will_retry=False, error=OVERFLOW_RETRIED)
         core.notify(methods.COMPACTION_ENDED, end)
-        raise NothingToCompact(OVERFLOW_RETRIED)
+        refused = NothingToCompact(OVERFLOW_RETRIED)
+        core.notify(methods.COMPACTION_FAILED, failure(opened.key, "overflow", refused, message=OVERFLOW_RETRIED))
+        raise refused
     opened.overflow_attempted = True
 
-    async def work() -> Outcome:
+    async def work() -> CompactResult:
         return await with_progress(
             progress, "Compacting session (context overflow)", params.work_done_token,
             lambda report: automatic(core, opened, "overflow", report),
@@ -123,7 +133,7 @@ def start_threshold(core: Core, opened: OpenSession) -> None:
         log.info("auto-compaction of %s not started: %s", opened.key, exc.message)
 
 
-async def automatic(core: Core, opened: OpenSession, reason: Reason, report: Report) -> Outcome:
+async def automatic(core: Core, opened: OpenSession, reason: Reason, report: Report) -> CompactResult:
     """An automatic compaction framed by ``pi/compactionStarted`` / ``pi/compactionEnded``."""
     will_retry = reason == "overflow"
     core.notify(methods.COMPACTION_STARTED, CompactionStarted(session_id=opened.key, reason=reason,
@@ -137,15 +147,36 @@ async def automatic(core: Core, opened: OpenSession, reason: Reason, report: Rep
         detail = "cancelled" if isinstance(exc, asyncio.CancelledError) else _message(exc)
         core.notify(methods.COMPACTION_ENDED, attrs.evolve(ended, will_retry=False, error=f"{prefix}: {detail}"))
         raise
-    core.notify(methods.COMPACTION_ENDED, attrs.evolve(ended, entry=outcome.entry.data))
+    core.notify(methods.COMPACTION_ENDED, attrs.evolve(ended, entry=outcome.entry, result=outcome))
     return outcome
 
 
 # ---------------------------------------------------------------- the flow
 async def compact_session(
     core: Core, opened: OpenSession, *, reason: Reason, will_retry: bool, instructions: str | None, report: Report
-) -> Outcome:
-    """``pipeline.compaction.compact`` with the hooks, then the notifications."""
+) -> CompactResult:
+    """``pipeline.compaction.compact`` with the hooks, then the notifications (``pi/compactionFailed``
+    when it wrote nothing)."""
+    try:
+        return await _compact_session(core, opened, reason=reason, will_retry=will_retry,
+                                      instructions=instructions, report=report)
+    except (Exception, asyncio.CancelledError) as exc:
+        core.notify(methods.COMPACTION_FAILED, failure(opened.key, reason, exc))
+        raise
+
+
+def failure(session_id: str, reason: Reason, exc: BaseException, *, message: str | None = None) -> CompactionFailed:
+    """The ``pi/compactionFailed`` of an attempt that ended with ``exc`` (Pi 1.6.0's wording)."""
+    aborted = isinstance(exc, asyncio.CancelledError | Rejected)
+    error_reason = "cancelled" if aborted else exc.reason if isinstance(exc, PiError) else "internal"
+    text = message if message is not None else f"{FAILURE_PREFIX[reason]}: {_message(exc)}"
+    return CompactionFailed(session_id=session_id, reason=reason, error_message=None if aborted else text,
+                            aborted=aborted, will_retry=False, error_reason=error_reason)
+
+
+async def _compact_session(
+    core: Core, opened: OpenSession, *, reason: Reason, will_retry: bool, instructions: str | None, report: Report
+) -> CompactResult:
     session = opened.session
     settings = core.settings_for(opened)
 
@@ -171,7 +202,8 @@ async def compact_session(
     core.notify(methods.COMPACTED, Compacted(session_id=opened.key, entry=entry.data, reason=reason))
     core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
                                                         reason="compaction"))
-    return Outcome(entry=entry, tokens_before=result.tokens_before, tokens_after=result.tokens_after)
+    return CompactResult(entry=entry.data, tokens_before=result.tokens_before, tokens_after=result.tokens_after,
+                         estimated_tokens_after=result.tokens_after, usage=result.usage, outcome="compacted")
 
 
 # ---------------------------------------------------------------- progress

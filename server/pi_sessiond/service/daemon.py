@@ -232,9 +232,7 @@ class Daemon:
     # ----------------------------------------------------------- summarizers
     async def compact(self, params: CompactParams, progress: ProgressFactory) -> CompactResult:
         """``pi/compact``: ``Busy`` beside another job of the session or at the global limit."""
-        outcome = await compaction.manual(self.core, self._get(params.session_id), params, progress)
-        return CompactResult(entry=outcome.entry.data, tokens_before=outcome.tokens_before,
-                             tokens_after=outcome.tokens_after)
+        return await compaction.manual(self.core, self._get(params.session_id), params, progress)
 
     def preview_compaction(self, params: CompactParams) -> CompactionPreview:
         """``compact --dry-run`` (not a wire method): what ``pi/beforeCompact`` would show, without settings."""
@@ -242,9 +240,7 @@ class Daemon:
 
     async def report_overflow(self, params: ReportOverflowParams, progress: ProgressFactory) -> CompactResult:
         """``pi/reportOverflow``: compaction with reason ``overflow`` and ``willRetry: true``."""
-        outcome = await compaction.overflow(self.core, self._get(params.session_id), params, progress)
-        return CompactResult(entry=outcome.entry.data, tokens_before=outcome.tokens_before,
-                             tokens_after=outcome.tokens_after)
+        return await compaction.overflow(self.core, self._get(params.session_id), params, progress)
 
     async def navigate_tree(self, params: NavigateTreeParams, progress: ProgressFactory) -> NavigateResult:
         """``pi/navigateTree``."""

@@ -7,7 +7,8 @@ Contracts:
   nonsense is logged and ignored: the pipeline goes on as if undeclared.
   Cancellation is never swallowed.
 - Answers become pipeline inputs here: a ``beforeCompact`` compaction becomes
-  the entry to store (``fromHook: true``), a ``beforeTree`` summary a
+  the entry to store (``fromHook: true``; ``firstKeptEntryId: null`` a
+  retain-none compaction, as Pi 1.6.0 writes it; absent, the prepared one), a ``beforeTree`` summary a
   :class:`~pi_sessiond.pipeline.navigation.BranchSummary`, a hook's usage a
   :class:`~pi_protocol.Usage` (or ``None`` when unusable).
 - A cancelling ``beforeCompact`` and a rejecting review raise
@@ -137,6 +138,8 @@ def hook_entry(session: Session, prep: CompactionPreparation, given: HookCompact
         usage=hook_usage(given.usage),
     )
     data: JsonDict = unstructure(entry)
+    if given.retains_none():
+        data["firstKeptEntryId"] = None  # written as the entry's own id (pipeline.compaction.write_compaction)
     return data
 
 

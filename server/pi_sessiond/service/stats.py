@@ -1,4 +1,4 @@
-"""Context size and session statistics (reference §4.2, §4.4).
+"""Context size and session statistics, as Pi 1.6.0 counts them (shared/reference/pi-1.6.md items 7, 16).
 
 The context size of a leaf never counts usage from before the newest
 compaction on its path: walking up from the leaf, if a compaction comes
@@ -7,6 +7,16 @@ context describe the old, uncompacted context, so every message is estimated
 instead (and :func:`usage_is_fresh` is false: ``pi/getStats`` reports
 ``contextTokens: null`` then, as Pi's ``getContextUsage`` does). The walk stops
 at the first of the two, so it is cheap on a long, live session.
+
+:func:`projected_context_tokens` is Pi 1.6.0's ``estimateProjectedContextTokens``
+(``estimatedContextTokens`` of ``pi/getStats`` and ``pi/append``): a usage
+counts only if no ``context_edit`` or compaction comes after it; otherwise the
+replayed current system message once plus every other projected message.
+
+Session totals (:func:`session_stats`) walk the whole file, every branch and
+what was compacted away, as 1.6.0's ``getSessionStats``: the usage of
+assistant and tool-result messages, ``usage`` entries, and compactions and
+branch summaries; message counts over every message entry.
 """
 
 from __future__ import annotations
@@ -19,7 +29,9 @@ from pi_protocol.settings import Settings
 from pi_sessiond.compaction.tokens import assistant_usage
 from pi_sessiond.estimators import context_tokens, get_estimator
 from pi_sessiond.service.models import context_window
+from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session
+from pi_sessiond.store.system import current_system_message
 
 JsonDict = dict[str, Any]
 
@@ -53,16 +65,44 @@ def leaf_context_tokens(session: Session, messages: Sequence[JsonDict], name: st
     return context_tokens(messages, name).tokens
 
 
+def usage_is_trusted(session: Session, leaf_id: str | None = None) -> bool:
+    """Whether the newest valid usage on the path comes after its newest ``context_edit`` and compaction."""
+    for entry in session.tree.iter_up(leaf_id if leaf_id is not None else session.leaf_id):
+        if entry.type in ("compaction", "context_edit"):
+            return False
+        if entry.type == "message" and assistant_usage(entry.message) is not None:
+            return True
+    return False
+
+
+def projected_context_tokens(
+    session: Session, name: str, leaf_id: str | None = None, *, usage_based: int | None = None
+) -> int:
+    """Pi 1.6.0's ``estimateProjectedContextTokens`` of the leaf, with the estimator ``name``.
+
+    ``usage_based``: the leaf's :func:`leaf_context_tokens` if the caller has it
+    (it is the answer whenever the usage is trusted; saves a second pass).
+    """
+    trusted = usage_is_trusted(session, leaf_id)
+    if trusted and usage_based is not None:
+        return usage_based
+    messages = (session.context() if leaf_id is None else session.context(leaf_id)).messages  # the projection's
+    if trusted:
+        return context_tokens(messages, name).tokens
+    estimator = get_estimator(name, messages=messages)
+    system = current_system_message(messages)
+    tokens = estimator.estimate(system) if system is not None else 0
+    return tokens + sum(estimator.estimate(m) for m in messages if m.get("role") != "system")
+
+
 def session_stats(session: Session, settings: Settings) -> StatsResult:
-    """Pi's ``getSessionStats`` over the current context, plus our counts and the context usage."""
+    """Pi 1.6.0's ``getSessionStats`` (whole file), plus our counts of the path and the context usage."""
     context = session.context()
-    messages = list(context.messages)
-    counts, totals, cost = _count(messages)
+    counts, totals, cost = count_entries(session.entries)
     path = session.path_to()
     window = context_window(settings, context.model)
-    tokens: int | None = None
-    if usage_is_fresh(session) is not False:
-        tokens = context_tokens(messages, settings.tokenizer).tokens
+    estimated = projected_context_tokens(session, settings.tokenizer)
+    tokens = estimated if usage_is_fresh(session) is not False else None
     return StatsResult(
         tokens=totals,
         cost=cost,
@@ -72,29 +112,41 @@ def session_stats(session: Session, settings: Settings) -> StatsResult:
         context_tokens=tokens,
         context_window=window,
         context_percent=(tokens / window * 100) if tokens is not None and window > 0 else None,
+        estimated_context_tokens=estimated,
     )
 
 
-def _count(messages: Sequence[JsonDict]) -> tuple[dict[str, int], TokenTotals, float]:
-    counts = {"userMessages": 0, "assistantMessages": 0, "toolCalls": 0, "toolResults": 0,
-              "totalMessages": len(messages)}
+def count_entries(entries: Sequence[Entry]) -> tuple[dict[str, int], TokenTotals, float]:
+    """Message counts, token totals and cost of ``entries`` (see the module docstring)."""
+    counts = {"userMessages": 0, "assistantMessages": 0, "toolCalls": 0, "toolResults": 0, "totalMessages": 0}
     parts = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
     cost = 0.0
-    for message in messages:
-        role = message.get("role")
-        if role == "user":
-            counts["userMessages"] += 1
-        elif role == "toolResult":
-            counts["toolResults"] += 1
-        elif role == "assistant":
-            counts["assistantMessages"] += 1
-            content = message.get("content")
-            blocks = content if isinstance(content, list) else []
-            counts["toolCalls"] += sum(1 for b in blocks if isinstance(b, dict) and b.get("type") == "toolCall")
-            cost += _add_usage(parts, message.get("usage"))
+    for entry in entries:
+        if entry.type in ("usage", "compaction", "branch_summary"):
+            cost += _add_usage(parts, entry.data.get("usage"))
+        if entry.type != "message" or entry.message is None:
+            continue
+        counts["totalMessages"] += 1
+        cost += _count_message(counts, parts, entry.message)
     totals = TokenTotals(input=parts["input"], output=parts["output"], cache_read=parts["cacheRead"],
                          cache_write=parts["cacheWrite"], total=sum(parts.values()))
     return counts, totals, cost
+
+
+def _count_message(counts: dict[str, int], parts: dict[str, int], message: JsonDict) -> float:
+    role = message.get("role")
+    if role == "user":
+        counts["userMessages"] += 1
+    elif role == "toolResult":
+        counts["toolResults"] += 1
+        return _add_usage(parts, message.get("usage"))
+    elif role == "assistant":
+        counts["assistantMessages"] += 1
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else []
+        counts["toolCalls"] += sum(1 for b in blocks if isinstance(b, dict) and b.get("type") == "toolCall")
+        return _add_usage(parts, message.get("usage"))
+    return 0.0
 
 
 def _add_usage(parts: dict[str, int], usage: Any) -> float:
@@ -107,4 +159,3 @@ def _add_usage(parts: dict[str, int], usage: Any) -> float:
     cost = usage.get("cost")
     total = cost.get("total") if isinstance(cost, dict) else None
     return float(total) if isinstance(total, int | float) and not isinstance(total, bool) else 0.0
-

@@ -8,7 +8,7 @@ import secrets
 import time
 import uuid
 from collections.abc import Container
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 _CWD_LEADING = re.compile(r"^[/\\]")
@@ -40,6 +40,12 @@ def now_iso() -> str:
     """``new Date().toISOString()``: UTC, milliseconds, ``Z``."""
     now = datetime.now(UTC)
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def iso_ms(timestamp: str) -> int:
+    """``new Date(timestamp).getTime()`` for an ISO time as :func:`now_iso` writes it."""
+    moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
 
 
 def session_file_name(timestamp: str, session_id: str) -> str:

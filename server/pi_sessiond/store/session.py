@@ -21,7 +21,7 @@ Write rules (PROTOCOL.md "Session data", reference §1.8):
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,8 @@ from pi_sessiond.store.reader import Warning, parse_session_bytes, read_session_
 from pi_sessiond.store.tree import SessionTree
 
 JsonDict = dict[str, Any]
+Completer = Callable[[JsonDict], JsonDict]
+"""Finishes an entry whose id, parentId and timestamp were just assigned (see :meth:`Session.append`)."""
 _OWN_FIELDS_FIRST = frozenset({"custom", "custom_message"})
 _CONVERSATION_ROLES = frozenset({"user", "assistant"})  # a new file is created at the first of these
 
@@ -182,8 +184,13 @@ class Session:
             self.entry(entry_id)
         self.tree.leaf_id = entry_id
 
-    def append(self, new_entries: list[JsonDict]) -> list[Entry]:
-        """Append Pi entries (without id/parentId/timestamp) under the leaf, in order."""
+    def append(self, new_entries: list[JsonDict], *, complete: Completer | None = None) -> list[Entry]:
+        """Append Pi entries (without id/parentId/timestamp) under the leaf, in order.
+
+        ``complete(data)``, when given, gets each entry once its id, parentId
+        and timestamp are assigned and returns the entry to write (fields that
+        depend on them: a retain-none compaction's own id, its checkpoint's time).
+        """
         if self.read_only_reason:
             raise ReadOnlySessionError(self.read_only_reason)
         for data in new_entries:
@@ -193,7 +200,7 @@ class Session:
         built: list[Entry] = []
         parent = self.tree.leaf_id
         for data in new_entries:
-            entry = self._build(data, parent, _Taken(self.tree.by_id, built))
+            entry = self._build(data, parent, _Taken(self.tree.by_id, built), complete)
             built.append(entry)
             parent = entry.id
         self._persist([dumps(entry.data) + b"\n" for entry in built], built)
@@ -207,12 +214,12 @@ class Session:
         if self._guard is not None:
             self._guard.release()
 
-    def _build(self, data: JsonDict, parent: str | None, taken: Container[str]) -> Entry:
+    def _build(self, data: JsonDict, parent: str | None, taken: Container[str], complete: Completer | None) -> Entry:
         kind = str(data["type"])
         base = {"id": new_entry_id(taken), "parentId": parent, "timestamp": now_iso()}
         rest = {k: v for k, v in data.items() if k not in ("type", "id", "parentId", "timestamp")}
         full = {"type": kind, **rest, **base} if kind in _OWN_FIELDS_FIRST else {"type": kind, **base, **rest}
-        return Entry.from_data(full)
+        return Entry.from_data(complete(full) if complete is not None else full)
 
     def _before_write(self) -> None:
         if self._guard is None or self.path is None or not self._on_disk:

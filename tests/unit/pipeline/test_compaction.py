@@ -46,7 +46,7 @@ async def test_compacting_the_fixture_appends_one_pi_shaped_entry(fixture_copy: 
     assert len(lines) == 1004  # header + 1002 migrated entries + the compaction
     entry = json.loads(lines[-1])
     assert list(entry) == ["type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId",
-                           "tokensBefore", "details", "fromHook", "usage"]
+                           "tokensBefore", "details", "usage", "fromHook"]  # Pi 1.6.0's order
     assert entry["parentId"] == f"{1002:08x}" and entry["fromHook"] is False
     assert entry["tokensBefore"] == 180820 == result.tokens_before
     assert entry["firstKeptEntryId"] == f"{947:08x}"  # path index 946 (split turn)

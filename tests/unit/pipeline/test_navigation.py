@@ -207,8 +207,8 @@ async def test_fix_branch_summary_from_id_is_old_leaf(path: Path) -> None:
     [written] = appended(path, before)
     assert written["fromId"] == "a2" == result.old_leaf_id
     assert written["fromId"] != written["parentId"]  # 0.73.1 would have written "a1"
-    assert list(written) == ["type", "id", "parentId", "timestamp", "fromId", "summary", "details", "fromHook",
-                             "usage"]
+    assert list(written) == ["type", "id", "parentId", "timestamp", "fromId", "summary", "details", "usage",
+                             "fromHook"]  # Pi 1.6.0's branchWithSummary order
 
 
 async def test_side_branch_back_to_u2_summarizes_the_side_branch(path: Path) -> None:

@@ -297,7 +297,11 @@ async def test_review_accept_edit_reject(tmp_path: Path) -> None:
     before = path.read_bytes()
     with pytest.raises(Rejected):
         await daemon.compact(CompactParams(session_id=sid), Progress())
-    assert path.read_bytes() == before and events.sent == [] and hooks.calls[0][2] is None
+    assert path.read_bytes() == before and hooks.calls[0][2] is None
+    assert events.methods() == [methods.COMPACTION_FAILED]  # nothing written: only the failure is announced
+    (failed,) = events.of(methods.COMPACTION_FAILED)
+    assert failed == {"sessionId": sid, "reason": "manual", "errorMessage": None, "aborted": True,
+                      "willRetry": False, "errorReason": "cancelled"}
 
     daemon, _ = make_daemon(tmp_path, hooks=Hooks(reviewSummary={"action": "accept"}))
     sid = open_file(daemon, session_file(tmp_path, "c.jsonl"))

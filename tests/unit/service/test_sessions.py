@@ -144,8 +144,9 @@ async def test_context_tokens_never_count_usage_from_before_the_newest_compactio
     assert result.context_tokens == estimated + estimate_tokens(user("more")["message"])
     stats = daemon.get_stats(SessionParams(session_id=sid))
     assert stats.context_tokens is None and stats.context_percent is None and stats.compactions == 1
+    assert stats.estimated_context_tokens == result.estimated_context_tokens == result.context_tokens  # the ~N
     result = await daemon.append(AppendParams(session_id=sid, entries=[assistant("fresh", total=777)]))
-    assert result.context_tokens == 777
+    assert result.context_tokens == result.estimated_context_tokens == 777
     stats = daemon.get_stats(SessionParams(session_id=sid))
     assert stats.context_tokens == 777 and stats.context_window == 200000
     assert stats.context_percent == pytest.approx(777 / 200000 * 100)

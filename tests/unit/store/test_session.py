@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.unit.store.helpers import assistant, user, write_lines
 
 from pi_sessiond.store.fork import fork_session
-from pi_sessiond.store.layout import cwd_dir_name, new_session_id, session_file_name
+from pi_sessiond.store.layout import cwd_dir_name, iso_ms, new_session_id, session_file_name
 from pi_sessiond.store.listing import list_sessions
 from pi_sessiond.store.session import Session
 
@@ -46,6 +46,29 @@ def test_append_keeps_untouched_lines_byte_identical(tmp_path: Path) -> None:
     last = json.loads(data.splitlines()[-1])
     assert list(last) == ["type", "customType", "data", "id", "parentId", "timestamp"]
     assert session.render() == data
+
+
+def test_complete_sees_the_assigned_id_and_time_before_the_write(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "s.jsonl", [user("a", None, "hi"), assistant("b", "a", "yo")])
+    session = Session.open(path)
+    seen: list[dict[str, object]] = []
+
+    def complete(full: dict[str, object]) -> dict[str, object]:
+        seen.append(dict(full))
+        return {**full, "firstKeptEntryId": full["id"], "at": iso_ms(str(full["timestamp"]))}
+
+    [written] = session.append([{"type": "compaction", "summary": "s", "firstKeptEntryId": None,
+                                 "tokensBefore": 1}], complete=complete)
+    on_disk = json.loads(path.read_bytes().splitlines()[-1])
+    assert on_disk == written.data and on_disk["firstKeptEntryId"] == on_disk["id"] == seen[0]["id"]
+    assert seen[0]["parentId"] == "b" and on_disk["at"] == iso_ms(on_disk["timestamp"])
+
+
+def test_iso_ms_is_javascripts_get_time() -> None:
+    # values from node: new Date("…").getTime()
+    assert iso_ms("2026-11-20T00:00:01.123Z") == 1795132801123
+    assert iso_ms("2026-11-20T00:00:01.999Z") == 1795132801999
+    assert iso_ms("1970-01-01T00:00:00.000Z") == 0
 
 
 def test_context_is_incremental_and_equals_a_rebuild(tmp_path: Path) -> None:

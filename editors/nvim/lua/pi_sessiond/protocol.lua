@@ -28,6 +28,7 @@ M.notifications = {
   COMPACTION_STARTED = 'pi/compactionStarted',
   COMPACTION_ENDED = 'pi/compactionEnded',
   COMPACTED = 'pi/compacted',
+  COMPACTION_FAILED = 'pi/compactionFailed',
   TREE_NAVIGATED = 'pi/treeNavigated',
   SESSION_CHANGED = 'pi/sessionChanged',
 }
