@@ -234,10 +234,17 @@ def estimate_projected_context_tokens(projection: Projection, branch: Sequence[E
     index = estimate.last_usage_index
     if index is not None and _usage_trusted(projection, branch, index, len(messages)):
         return estimate
-    system = current_system_message(messages)
-    tokens = estimate_tokens(system) if system is not None else 0
-    tokens += sum(estimate_tokens(m) for m in messages if m.get("role") != "system")
+    tokens = pure_estimate(messages)
     return ContextTokenEstimate(tokens, 0, tokens, None)
+
+
+def pure_estimate(messages: Sequence[JsonDict], estimate: Callable[[JsonDict], int] | None = None) -> int:
+    """The context estimated without usage: the replayed current system message once, plus every
+    other message (``estimate`` per message; default Pi's :func:`estimate_tokens`)."""
+    one = estimate or estimate_tokens
+    system = current_system_message(messages)
+    tokens = one(system) if system is not None else 0
+    return tokens + sum(one(m) for m in messages if m.get("role") != "system")
 
 
 def should_compact(context_tokens: int, context_window: int, settings: CompactionSettings) -> bool:

@@ -26,12 +26,11 @@ from typing import Any
 
 from pi_protocol.results import StatsResult, TokenTotals
 from pi_protocol.settings import Settings
-from pi_sessiond.compaction.tokens import assistant_usage
+from pi_sessiond.compaction.tokens import assistant_usage, pure_estimate
 from pi_sessiond.estimators import context_tokens, get_estimator
 from pi_sessiond.service.models import context_window
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session
-from pi_sessiond.store.system import current_system_message
 
 JsonDict = dict[str, Any]
 
@@ -89,10 +88,7 @@ def projected_context_tokens(
     messages = (session.context() if leaf_id is None else session.context(leaf_id)).messages  # the projection's
     if trusted:
         return context_tokens(messages, name).tokens
-    estimator = get_estimator(name, messages=messages)
-    system = current_system_message(messages)
-    tokens = estimator.estimate(system) if system is not None else 0
-    return tokens + sum(estimator.estimate(m) for m in messages if m.get("role") != "system")
+    return pure_estimate(messages, get_estimator(name, messages=messages).estimate)
 
 
 def session_stats(session: Session, settings: Settings) -> StatsResult:

@@ -127,3 +127,18 @@ def test_usage_before_a_context_edit_is_not_trusted(tmp_path: Path) -> None:
     assert projected_context_tokens(edited, "pi") == sum(estimate_tokens(m) for m in messages) < 100
     stats = session_stats(edited, Settings())
     assert stats.estimated_context_tokens == stats.context_tokens  # no compaction: Pi reports the estimate
+
+
+@pytest.mark.parametrize("shape", ["linear", "branchy", "kitchen-sink", "long"])
+def test_the_fast_leaf_walk_agrees_with_pi_s_projected_estimate_at_every_leaf(tmp_path: Path, shape: str) -> None:
+    """``projected_context_tokens`` (a walk up from the leaf, cheap enough for every ``pi/append``) and the
+    preparation's ``estimate_projected_context_tokens`` (Pi 1.6.0's, differential-tested) give one answer."""
+    from pi_sessiond.compaction.tokens import estimate_projected_context_tokens
+    from pi_sessiond.examples import generator
+
+    path = tmp_path / f"{shape}.jsonl"
+    generator.write(path, generator.generate(seed=9, entries=150, shape=shape))
+    session = Session.open(path)
+    for leaf in session.entries[::7]:
+        pi = estimate_projected_context_tokens(session.projection(leaf.id), session.path_to(leaf.id)).tokens
+        assert projected_context_tokens(session, "pi", leaf.id) == pi, leaf.id
