@@ -387,7 +387,7 @@ def test_listing(pi: PiOracle, tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------- deliberate differences
-def test_self_parented_entry_never_hangs_where_pi_loops(tmp_path: Path) -> None:
+def test_fix_self_parented_entry_never_hangs_where_pi_loops(tmp_path: Path) -> None:
     """tree.py: paths stop at an entry already on the path; Pi loops forever."""
     lines = generate(seed=31, entries=50, shape="linear")
     lines[5]["parentId"] = lines[5]["id"]

@@ -2,8 +2,8 @@
 
 Pi's tests need a model; these port their deterministic parts (reference §8.4,
 §12) and add the contracts of ``pi_sessiond.pipeline.navigation``: nothing is written
-without a summary or a label, ``fromId`` is the abandoned leaf (deliberate fix
-vs 0.73.1), and a summary that does not finish (cancelled, leaf moved) leaves
+without a summary or a label, ``fromId`` is the abandoned leaf (as Pi 1.6.0;
+0.73.1 wrote the target), and a summary that does not finish (cancelled, leaf moved) leaves
 the file and the leaf untouched.
 
 The tree used by most tests is Pi's two-prompt session::
@@ -200,7 +200,7 @@ async def test_summary_without_touched_files_has_no_file_lists(path: Path) -> No
     assert result.entry.data["details"] == {"readFiles": [], "modifiedFiles": []}
 
 
-async def test_fix_branch_summary_from_id_is_old_leaf(path: Path) -> None:
+async def test_branch_summary_from_id_is_the_old_leaf_as_in_pi_1_6_0(path: Path) -> None:
     """Deliberate fix: Pi 0.73.1 wrote the new position as ``fromId`` (upstream #3795)."""
     before = path.read_bytes()
     result = await navigate_tree(Session.open(path), "u2", summarizer=OfflineSummarizer(), summarize=True)
