@@ -138,3 +138,32 @@ def test_cancel_ends_a_stalled_compaction_within_half_a_second(nvim: str, real_s
                               timeout=TIMEOUT_S)
     output = f"exit code {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}{_lsp_log(tmp_path)}"
     assert done.returncode == 0 and done.stdout.rstrip().endswith("PASS"), output
+
+
+GAUGE = """
+local session = require('pi_sessiond.session')
+local plugin = require('pi_sessiond')
+plugin.setup({})
+session.current = function() return { sessionId = 's' } end
+local shown = {}
+for _, stats in ipairs({
+  { contextTokens = 142000, contextPercent = 71, contextWindow = 200000 },
+  { contextTokens = vim.NIL, estimatedContextTokens = 31000, contextWindow = 200000 },
+  { contextTokens = vim.NIL, contextWindow = 200000 },
+}) do
+  session.stats = function() return stats end
+  table.insert(shown, plugin.statusline())
+end
+io.stdout:write(table.concat(shown, '|') .. '\\n')
+vim.cmd('qall!')
+"""
+
+
+def test_the_statusline_shows_the_estimate_after_a_compaction(nvim: str, tmp_path: Path) -> None:
+    """Pi's ``contextTokens`` is ``null`` right after a compaction: the gauge shows ``~N%`` (issue 17, item 4)."""
+    script = tmp_path / "gauge.lua"
+    script.write_text(GAUGE)
+    command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"set rtp+={PLUGIN}", "-c", f"luafile {script}"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")})
+    assert done.stdout.strip() == "π 71%|π ~16%|π", done.stdout + done.stderr

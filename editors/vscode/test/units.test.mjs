@@ -14,6 +14,9 @@ test("status bar: Pi 71% · 142k/200k, warning near the threshold, error above i
   assert.equal(view(183617).level, "error");
   assert.match(view(183617).tooltip, /auto-compaction above 183,616/);
   assert.equal(view(null).text, "Pi ?/200k");
+  const afterCompaction = core.statusView({ contextTokens: null, estimatedContextTokens: 31000, contextWindow: 200000 }, 16384);
+  assert.equal(afterCompaction.text, "Pi ~16% · ~31k/200k"); // Pi's contextTokens is null until real usage
+  assert.match(afterCompaction.tooltip, /estimated at 31,000 of 200,000/);
   assert.equal(core.statusView({}, 16384).text, "Pi ?");
   assert.equal(core.compactingView("threshold").text, "$(sync~spin) Pi compacting…");
 });

@@ -192,8 +192,17 @@ local function stats_lines(stats)
     table.insert(counts, string.format('%s %d', role, count))
   end
   table.sort(counts)
+  local context
+  if type(stats.contextTokens) == 'number' then
+    context = string.format('context: %d of %s tokens (%s)', stats.contextTokens, stats.contextWindow, percent)
+  elseif type(stats.estimatedContextTokens) == 'number' then
+    context = string.format('context: ~%d of %s tokens (estimated; exact after the next answer)',
+      stats.estimatedContextTokens, stats.contextWindow)
+  else
+    context = string.format('context: unknown of %s tokens', stats.contextWindow)
+  end
   return {
-    string.format('context: %s of %s tokens (%s)', tostring(stats.contextTokens), stats.contextWindow, percent),
+    context,
     string.format('tokens: input %d, output %d, cache read %d, cache write %d, total %d',
       tokens.input or 0, tokens.output or 0, tokens.cacheRead or 0, tokens.cacheWrite or 0, tokens.total or 0),
     string.format('cost: $%.4f', stats.cost or 0),

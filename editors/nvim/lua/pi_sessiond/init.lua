@@ -253,6 +253,11 @@ function M.statusline()
   if stats and type(stats.contextPercent) == 'number' then
     return string.format('%s %d%%', prefix, math.floor(stats.contextPercent + 0.5))
   end
+  -- After a compaction Pi's contextTokens is null until real usage arrives: the estimate, as ~N%.
+  if stats and type(stats.estimatedContextTokens) == 'number' and type(stats.contextWindow) == 'number'
+      and stats.contextWindow > 0 then
+    return string.format('%s ~%d%%', prefix, math.floor(100 * stats.estimatedContextTokens / stats.contextWindow + 0.5))
+  end
   return session.current() and prefix or ''
 end
 

@@ -44,18 +44,25 @@ export function usageLevel(tokens: number, window: number, reserveTokens: number
 /** The item for a session's stats (`reserveTokens` from `pi.compaction.reserveTokens`). */
 export function statusView(stats: StatsResult, reserveTokens: number): StatusView {
   const window = stats.contextWindow ?? 0;
-  const tokens = stats.contextTokens;
+  const known = stats.contextTokens;
+  // Right after a compaction Pi's contextTokens is null until real usage arrives: show the estimate as ~N.
+  const estimated = known === null || known === undefined;
+  const tokens = estimated ? stats.estimatedContextTokens : known;
   if (!window || tokens === null || tokens === undefined) {
     const of = window ? `?/${formatTokens(window)}` : "?";
     return { text: `Pi ${of}`, tooltip: "Context size unknown until the next assistant message", level: "normal" };
   }
+  const approx = estimated ? "~" : "";
   const percent = Math.round((tokens / window) * 100);
   const level = usageLevel(tokens, window, reserveTokens);
   const threshold = Math.max(0, window - reserveTokens);
+  const what = estimated ? "Context estimated at" : "Context";
   const tooltip =
-    `Context ${tokens.toLocaleString("en-US")} of ${window.toLocaleString("en-US")} tokens; ` +
+    `${what} ${tokens.toLocaleString("en-US")} of ${window.toLocaleString("en-US")} tokens` +
+    `${estimated ? " (exact after the next assistant message)" : ""}; ` +
     `auto-compaction above ${threshold.toLocaleString("en-US")}. Click for stats.`;
-  return { text: `Pi ${percent}% · ${formatTokens(tokens)}/${formatTokens(window)}`, tooltip, level };
+  const text = `Pi ${approx}${percent}% · ${approx}${formatTokens(tokens)}/${formatTokens(window)}`;
+  return { text, tooltip, level };
 }
 
 /** The item while a compaction runs. */
