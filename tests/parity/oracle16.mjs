@@ -37,8 +37,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath, pathToFileURL } from "node:url";
+
+import { serve } from "./serve.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "node_modules", "@earendil-works", "pi-coding-agent");
@@ -278,31 +279,4 @@ const ops = {
   fork: (req) => withSession(req.file, (sm, copy) => fork(sm, copy, req)),
 };
 
-async function handle(line) {
-  let req;
-  try {
-    req = JSON.parse(line);
-    if (req === null || typeof req !== "object") throw new Error("request must be a JSON object");
-    const op = ops[req.op];
-    if (!op) throw new Error(`unknown op: ${req.op}`);
-    return { ...("id" in req ? { id: req.id } : {}), ok: true, result: (await op(req)) ?? null };
-  } catch (err) {
-    const error = err instanceof Error ? err.message : String(err);
-    return { ...(req && typeof req === "object" && "id" in req ? { id: req.id } : {}), ok: false, error };
-  }
-}
-
-function reply(obj) {
-  let text;
-  try {
-    text = JSON.stringify(obj);
-  } catch (err) {
-    text = JSON.stringify({ ok: false, error: `unserializable result: ${err.message}` });
-  }
-  process.stdout.write(`${text}\n`);
-}
-
-process.on("exit", () => rmSync(agentDir, { recursive: true, force: true }));
-for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
-  if (line.trim()) reply(await handle(line));
-}
+await serve(ops, () => rmSync(agentDir, { recursive: true, force: true }));
