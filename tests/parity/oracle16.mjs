@@ -6,7 +6,7 @@
 // rewrite a migrated file or append a newline to a torn last line on open).
 // Nothing from Pi is copied into pi-sessiond; this file only calls it.
 //
-// Determinism (docs/pi-0.73.1-notes.md section 0, shared/reference/pi-1.6.md
+// Determinism (docs/history/pi-0.73.1.md section 0, shared/reference/pi-1.6.md
 // "How to check"): crypto.randomUUID is replaced by a counter, reset before every
 // open and every write script, so the k-th id drawn is "%08x" % k; a write script
 // runs under a fake clock (each argument-less `new Date()` advances one second
