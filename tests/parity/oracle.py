@@ -9,8 +9,8 @@ published packages are pinned in ``package-lock.json`` (installed with
   ``oracle16.mjs``, the parity target. Its ops are listed at the top of that file.
 * ``"0.73.1"`` (the default, :data:`PI073`): ``@mariozechner/pi-coding-agent@0.73.1``
   behind ``oracle.mjs``; it stays to check that files we write still open in old
-  Pi. Ops: ``docs/history/pi-0.73.1.md`` and the top of ``oracle.mjs``. Pass ``UNDEFINED`` as a leaf id to make the oracle
-call Pi with JavaScript ``undefined`` (``None`` becomes ``null``).
+  Pi. Ops: ``docs/history/pi-0.73.1.md`` and the top of ``oracle.mjs``. Pass ``UNDEFINED``
+as a leaf id to make the oracle call Pi with JavaScript ``undefined`` (``None`` becomes ``null``).
 """
 
 from __future__ import annotations

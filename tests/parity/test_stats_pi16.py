@@ -63,10 +63,12 @@ def test_the_real_fixture(pi16_agent: PiOracle, pi_fixture_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("shape", "seed", "entries"), [("linear", 1, 60), ("branchy", 7, 120),
-                                                        ("kitchen-sink", 10, 90), ("long", 4, 400)])
+                                                        ("kitchen-sink", 10, 90), ("long", 4, 400),
+                                                        ("pi16", 5, 900)])
 def test_generated_sessions(pi16_agent: PiOracle, tmp_path: Path, shape: str, seed: int, entries: int) -> None:
     path = tmp_path / f"{shape}.jsonl"
-    write(path, generate(seed=seed, entries=entries, shape=shape, compaction_every=150 if shape == "long" else None))
+    every = 150 if shape in ("long", "pi16") else None
+    write(path, generate(seed=seed, entries=entries, shape=shape, compaction_every=every))
     assert_stats_match(pi16_agent, path)
 
 
