@@ -30,11 +30,13 @@ from pi_protocol.params import (
     GetSettingsParams,
     GetTreeParams,
     ListSessionsParams,
+    MaskParams,
     NavigateTreeParams,
     OpenSessionParams,
     ReportOverflowParams,
     SessionParams,
     SetLabelParams,
+    UnmaskParams,
     UpdateSettingsParams,
 )
 from pi_protocol.results import (
@@ -51,6 +53,7 @@ from pi_protocol.results import (
     EstimateTokensResult,
     IdResult,
     ListSessionsResult,
+    MaskResult,
     ReviewSummaryAnswer,
     ReviewSummaryParams,
     SessionChanged,
@@ -71,6 +74,8 @@ GET_CONTEXT: Final = "pi/getContext"
 GET_TREE: Final = "pi/getTree"
 GET_ENTRIES: Final = "pi/getEntries"
 SET_LABEL: Final = "pi/setLabel"
+MASK: Final = "pi/mask"
+UNMASK: Final = "pi/unmask"
 FORK: Final = "pi/fork"
 GET_STATS: Final = "pi/getStats"
 ESTIMATE_TOKENS: Final = "pi/estimateTokens"
@@ -137,6 +142,7 @@ class HookSpec:
 _SESSION: Final = ("unknownSession",)
 _READ: Final = ("unknownSession", "unknownEntry")
 _WRITE: Final = ("unknownSession", "unknownEntry", "locked")
+_EDIT: Final = ("unknownSession", "unknownEntry", "locked", "invalidParams")
 _SUMMARIZE: Final = ("unknownSession", "locked", "nothingToCompact", "summarizerFailed", "conflict", "busy")
 
 METHODS: Final = (
@@ -161,6 +167,11 @@ METHODS: Final = (
                errors=_READ),
     MethodSpec(SET_LABEL, SetLabelParams, IdResult, "set_label",
                "Label an entry (`null` clears) with a label entry under the leaf.", errors=_WRITE),
+    MethodSpec(MASK, MaskParams, MaskResult, "mask",
+               "Replace bulky old tool results in the context by short placeholders (`context_edit` entries; "
+               "the originals stay in the file).", errors=_EDIT),
+    MethodSpec(UNMASK, UnmaskParams, MaskResult, "unmask",
+               "Restore masked tool results (edits carrying the original content).", errors=_EDIT),
     MethodSpec(FORK, ForkParams, SessionInfo, "fork",
                "The path to `entryId` in a new session file, opened (Pi's `/fork`).", errors=_WRITE),
     MethodSpec(GET_STATS, SessionParams, StatsResult, "get_stats",

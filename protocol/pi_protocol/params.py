@@ -89,6 +89,23 @@ class SetLabelParams:
 
 
 @attrs.define(kw_only=True)
+class MaskParams:
+    """``pi/mask``: without ``entry_ids``, what ``compaction.masking`` picks (its ``enabled`` aside)."""
+
+    session_id: str
+    entry_ids: list[str] | None = None
+    dry_run: bool = False
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class UnmaskParams:
+    session_id: str
+    entry_ids: list[str]
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
 class ForkParams:
     session_id: str
     entry_id: str

@@ -351,6 +351,19 @@ export interface SetLabelParams {
   [key: string]: unknown;
 }
 
+export interface MaskParams {
+  sessionId: string;
+  entryIds?: string[] | null;
+  dryRun?: boolean;
+  [key: string]: unknown;
+}
+
+export interface UnmaskParams {
+  sessionId: string;
+  entryIds: string[];
+  [key: string]: unknown;
+}
+
 export interface ForkParams {
   sessionId: string;
   entryId: string;
@@ -482,6 +495,12 @@ export interface StatsResult {
   estimatedContextTokens?: number;
 }
 
+export interface MaskResult {
+  edits?: SessionEntry[];
+  tokensBefore?: number;
+  tokensAfter?: number;
+}
+
 export interface EstimateTokensResult {
   tokens: number;
   estimator: string;
@@ -609,11 +628,19 @@ export interface ModelOverride {
   keepRecentTokens?: number | null;
 }
 
+export interface MaskingSettings {
+  enabled?: boolean;
+  tools?: string[];
+  minTokens?: number;
+  olderThanTokens?: number;
+}
+
 export interface CompactionSettings {
   enabled?: boolean;
   reserveTokens?: number;
   keepRecentTokens?: number;
   modelOverrides?: Record<string, ModelOverride>;
+  masking?: MaskingSettings;
 }
 
 export interface BranchSummarySettings {
@@ -677,6 +704,8 @@ export interface PiMethods {
   "pi/getTree": { params: GetTreeParams; result: TreeResult };
   "pi/getEntries": { params: GetEntriesParams; result: EntriesResult };
   "pi/setLabel": { params: SetLabelParams; result: IdResult };
+  "pi/mask": { params: MaskParams; result: MaskResult };
+  "pi/unmask": { params: UnmaskParams; result: MaskResult };
   "pi/fork": { params: ForkParams; result: SessionInfo };
   "pi/getStats": { params: SessionParams; result: StatsResult };
   "pi/estimateTokens": { params: EstimateTokensParams; result: EstimateTokensResult };
@@ -712,6 +741,8 @@ export const Methods = {
   GET_TREE: "pi/getTree",
   GET_ENTRIES: "pi/getEntries",
   SET_LABEL: "pi/setLabel",
+  MASK: "pi/mask",
+  UNMASK: "pi/unmask",
   FORK: "pi/fork",
   GET_STATS: "pi/getStats",
   ESTIMATE_TOKENS: "pi/estimateTokens",

@@ -35,11 +35,13 @@ from pi_protocol.params import (
     GetTreeParams,
     InitializationOptions,
     ListSessionsParams,
+    MaskParams,
     NavigateTreeParams,
     OpenSessionParams,
     ReportOverflowParams,
     SessionParams,
     SetLabelParams,
+    UnmaskParams,
     UpdateSettingsParams,
 )
 from pi_protocol.results import (
@@ -48,6 +50,7 @@ from pi_protocol.results import (
     EstimateTokensResult,
     IdResult,
     ListSessionsResult,
+    MaskResult,
     SessionChanged,
     SessionInfo,
     SessionSummary,
@@ -56,7 +59,7 @@ from pi_protocol.results import (
     TreeResult,
 )
 from pi_sessiond.errors import InvalidParams
-from pi_sessiond.service import appending, compaction, stats, tree, views
+from pi_sessiond.service import appending, compaction, masking, stats, tree, views
 from pi_sessiond.service.core import Core, SummarizerFactory, apply_durability
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
@@ -180,6 +183,14 @@ class Daemon:
         self.core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
                                                                  reason="label"))
         return IdResult(id=entry.id)
+
+    def mask(self, params: MaskParams) -> MaskResult:
+        """``pi/mask``: the masking tier on demand (``service.masking``)."""
+        return masking.mask(self.core, self._get(params.session_id), params)
+
+    def unmask(self, params: UnmaskParams) -> MaskResult:
+        """``pi/unmask``: restore masked tool results."""
+        return masking.unmask(self.core, self._get(params.session_id), params)
 
     # ----------------------------------------------------------------- reads
     def get_context(self, params: GetContextParams) -> ContextResult:
