@@ -283,6 +283,7 @@ export interface CompactResult {
   estimatedTokensAfter: number;
   usage?: Usage | null;
   outcome: "compacted" | "maskedOnly";
+  masked?: SessionEntry[];
 }
 
 export interface NavigateResult {

@@ -36,7 +36,7 @@ from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compac
 from pi_sessiond.errors import NothingToCompact, PiError, Rejected
 from pi_sessiond.pipeline.compaction import compact, refusal, session_reasoning
 from pi_sessiond.pipeline.compaction import preview as preview_of
-from pi_sessiond.service import hooks
+from pi_sessiond.service import hooks, masking
 from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.interface import ProgressFactory
 from pi_sessiond.service.registry import OpenSession
@@ -140,8 +140,7 @@ async def automatic(core: Core, opened: OpenSession, reason: Reason, report: Rep
                                                               will_retry=will_retry))
     ended = CompactionEnded(session_id=opened.key, reason=reason, will_retry=will_retry)
     try:
-        outcome = await compact_session(core, opened, reason=reason, will_retry=will_retry, instructions=None,
-                                        report=report)
+        outcome = await masked_or_compacted(core, opened, reason, report)
     except BaseException as exc:
         prefix = "Context overflow recovery failed" if will_retry else "Auto-compaction failed"
         detail = "cancelled" if isinstance(exc, asyncio.CancelledError) else _message(exc)
@@ -149,6 +148,25 @@ async def automatic(core: Core, opened: OpenSession, reason: Reason, report: Rep
         raise
     core.notify(methods.COMPACTION_ENDED, attrs.evolve(ended, entry=outcome.entry, result=outcome))
     return outcome
+
+
+async def masked_or_compacted(core: Core, opened: OpenSession, reason: Reason, report: Report) -> CompactResult:
+    """The masking tier first (``compaction.masking``), then a summary unless masking was enough."""
+    try:
+        masked = masking.mask_first(core, opened)
+    except PiError as exc:
+        core.notify(methods.COMPACTION_FAILED, failure(opened.key, reason, exc))
+        raise
+    if masked is not None and masked.enough:
+        report(f"Masked {len(masked.edits)} old tool results; no summary needed", 100)
+        return CompactResult(entry=masked.edits[-1], tokens_before=masked.tokens_before,
+                             tokens_after=masked.tokens_after, estimated_tokens_after=masked.tokens_after,
+                             outcome="maskedOnly", masked=masked.edits)
+    result = await compact_session(core, opened, reason=reason, will_retry=reason == "overflow", instructions=None,
+                                   report=report)
+    if masked is None:
+        return result
+    return attrs.evolve(result, tokens_before=masked.tokens_before, masked=masked.edits)
 
 
 # ---------------------------------------------------------------- the flow

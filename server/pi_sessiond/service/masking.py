@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
+
 from pi_protocol import methods
 from pi_protocol.params import MaskParams, UnmaskParams
 from pi_protocol.results import MaskResult, SessionChanged
@@ -23,6 +25,7 @@ from pi_sessiond.errors import InvalidParams
 from pi_sessiond.estimators import get_estimator
 from pi_sessiond.service import views
 from pi_sessiond.service.core import Core, apply_durability
+from pi_sessiond.service.models import context_window
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.service.stats import projected_context_tokens
 from pi_sessiond.store.session import Session
@@ -78,6 +81,39 @@ def write_edits(core: Core, opened: OpenSession, rows: list[JsonDict], reason: s
     core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
                                                         reason=reason))
     return [dict(e.data) for e in written]
+
+
+@attrs.frozen
+class MaskedFirst:
+    """What the masking tier did before an automatic compaction; ``enough``: no summary needed."""
+
+    edits: list[JsonDict]
+    tokens_before: int
+    tokens_after: int
+    enough: bool
+
+
+def mask_first(core: Core, opened: OpenSession) -> MaskedFirst | None:
+    """Threshold and overflow compaction with ``compaction.masking.enabled``: mask first.
+
+    ``enough`` when the masked context is at most ``threshold - keepRecentTokens``
+    (threshold = window - ``reserveTokens``, Pi's trigger): then no model is called.
+    ``None`` when masking is off or finds nothing to mask.
+    """
+    session, settings = opened.session, core.settings_for(opened)
+    if not settings.compaction.masking.enabled:
+        return None
+    picked = masking_edits(session, settings)
+    if not picked:
+        return None
+    before = projected_context_tokens(session, settings.tokenizer)
+    rows = [edit_row(m.entry.id, [{"type": "text", "text": m.text}]) for m in picked]
+    edits = write_edits(core, opened, rows, "mask")
+    after = projected_context_tokens(session, settings.tokenizer)
+    compaction = core.compaction_settings(opened, settings)
+    window = context_window(settings, session.context().model)
+    enough = after <= window - compaction.reserve_tokens - compaction.keep_recent_tokens
+    return MaskedFirst(edits=edits, tokens_before=before, tokens_after=after, enough=enough)
 
 
 def mask(core: Core, opened: OpenSession, params: MaskParams) -> MaskResult:
