@@ -36,6 +36,7 @@ from pi_protocol.params import (
     ReportOverflowParams,
     SessionParams,
     SetLabelParams,
+    UndoParams,
     UnmaskParams,
     UpdateSettingsParams,
 )
@@ -62,6 +63,7 @@ from pi_protocol.results import (
     StatsResult,
     TreeNavigated,
     TreeResult,
+    UndoResult,
 )
 from pi_protocol.session import ContextResult
 
@@ -76,6 +78,7 @@ GET_ENTRIES: Final = "pi/getEntries"
 SET_LABEL: Final = "pi/setLabel"
 MASK: Final = "pi/mask"
 UNMASK: Final = "pi/unmask"
+UNDO: Final = "pi/undo"
 FORK: Final = "pi/fork"
 GET_STATS: Final = "pi/getStats"
 ESTIMATE_TOKENS: Final = "pi/estimateTokens"
@@ -172,6 +175,10 @@ METHODS: Final = (
                "the originals stay in the file).", errors=_EDIT),
     MethodSpec(UNMASK, UnmaskParams, MaskResult, "unmask",
                "Restore masked tool results (edits carrying the original content).", errors=_EDIT),
+    MethodSpec(UNDO, UndoParams, UndoResult, "undo",
+               "Undo the compaction or branch summary `entryId` while it is the leaf: the leaf goes back to its "
+               "parent (a `custom` entry records it, so Pi reloads the same leaf); auto-compaction waits until the "
+               "context grew by 10% of the window.", errors=(*_EDIT, "conflict", "busy")),
     MethodSpec(FORK, ForkParams, SessionInfo, "fork",
                "The path to `entryId` in a new session file, opened (Pi's `/fork`).", errors=_WRITE),
     MethodSpec(GET_STATS, SessionParams, StatsResult, "get_stats",

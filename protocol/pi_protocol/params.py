@@ -106,6 +106,13 @@ class UnmaskParams:
 
 
 @attrs.define(kw_only=True)
+class UndoParams:
+    session_id: str
+    entry_id: str
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
 class ForkParams:
     session_id: str
     entry_id: str

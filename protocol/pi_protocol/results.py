@@ -127,6 +127,14 @@ class MaskResult:
 
 
 @attrs.define(kw_only=True)
+class UndoResult:
+    """``pi/undo``: the restored leaf and the ``custom`` entry (``pi-sessiond.undo``) that records it."""
+
+    leaf_id: str | None = keep_null(default=None)
+    entry: RawEntry
+
+
+@attrs.define(kw_only=True)
 class EstimateTokensResult:
     tokens: int
     estimator: str

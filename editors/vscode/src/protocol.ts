@@ -365,6 +365,12 @@ export interface UnmaskParams {
   [key: string]: unknown;
 }
 
+export interface UndoParams {
+  sessionId: string;
+  entryId: string;
+  [key: string]: unknown;
+}
+
 export interface ForkParams {
   sessionId: string;
   entryId: string;
@@ -500,6 +506,11 @@ export interface MaskResult {
   edits?: SessionEntry[];
   tokensBefore?: number;
   tokensAfter?: number;
+}
+
+export interface UndoResult {
+  leafId?: string | null;
+  entry: SessionEntry;
 }
 
 export interface EstimateTokensResult {
@@ -707,6 +718,7 @@ export interface PiMethods {
   "pi/setLabel": { params: SetLabelParams; result: IdResult };
   "pi/mask": { params: MaskParams; result: MaskResult };
   "pi/unmask": { params: UnmaskParams; result: MaskResult };
+  "pi/undo": { params: UndoParams; result: UndoResult };
   "pi/fork": { params: ForkParams; result: SessionInfo };
   "pi/getStats": { params: SessionParams; result: StatsResult };
   "pi/estimateTokens": { params: EstimateTokensParams; result: EstimateTokensResult };
@@ -744,6 +756,7 @@ export const Methods = {
   SET_LABEL: "pi/setLabel",
   MASK: "pi/mask",
   UNMASK: "pi/unmask",
+  UNDO: "pi/undo",
   FORK: "pi/fork",
   GET_STATS: "pi/getStats",
   ESTIMATE_TOKENS: "pi/estimateTokens",

@@ -41,6 +41,7 @@ from pi_protocol.params import (
     ReportOverflowParams,
     SessionParams,
     SetLabelParams,
+    UndoParams,
     UnmaskParams,
     UpdateSettingsParams,
 )
@@ -57,9 +58,10 @@ from pi_protocol.results import (
     SettingsResult,
     StatsResult,
     TreeResult,
+    UndoResult,
 )
 from pi_sessiond.errors import InvalidParams
-from pi_sessiond.service import appending, compaction, masking, stats, tree, views
+from pi_sessiond.service import appending, compaction, masking, stats, tree, undo, views
 from pi_sessiond.service.core import Core, SummarizerFactory, apply_durability
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
@@ -191,6 +193,10 @@ class Daemon:
     def unmask(self, params: UnmaskParams) -> MaskResult:
         """``pi/unmask``: restore masked tool results."""
         return masking.unmask(self.core, self._get(params.session_id), params)
+
+    def undo(self, params: UndoParams) -> UndoResult:
+        """``pi/undo``: take back a compaction or branch summary that is still the leaf (``service.undo``)."""
+        return undo.undo(self.core, self._get(params.session_id), params)
 
     # ----------------------------------------------------------------- reads
     def get_context(self, params: GetContextParams) -> ContextResult:

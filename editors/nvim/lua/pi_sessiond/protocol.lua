@@ -15,6 +15,7 @@ M.methods = {
   SET_LABEL = 'pi/setLabel',
   MASK = 'pi/mask',
   UNMASK = 'pi/unmask',
+  UNDO = 'pi/undo',
   FORK = 'pi/fork',
   GET_STATS = 'pi/getStats',
   ESTIMATE_TOKENS = 'pi/estimateTokens',
