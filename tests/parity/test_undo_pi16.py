@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pygls.exceptions import JsonRpcException
@@ -26,18 +25,11 @@ from tests.e2e.daemon_client import (
     wait_event,
 )
 from tests.parity.oracle import PiOracle
+from tests.parity.test_masking_pi16 import context_of, pi_messages
 
 pytestmark = pytest.mark.parity
 daemons = daemons_fixture
 SMALL_KEEP = {"compaction": {"keepRecentTokens": 2000}}
-
-
-def pi_messages(pi16: PiOracle, path: Path) -> str:
-    return json.dumps(pi16.call("context", file=str(path))[0]["messages"])
-
-
-async def context_of(client: Any, sid: str) -> str:
-    return json.dumps((await call(client, "pi/getContext", {"sessionId": sid}))["messages"])
 
 
 async def test_undo_a_compaction_restores_the_context_for_us_and_for_pi(
