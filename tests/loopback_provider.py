@@ -104,7 +104,7 @@ class Fault:
     delay: float = 0
     retry_after: float | None = None
     status: int | None = None
-    reply: str | None = None
+    reply: str | Callable[[Any], str] | None = None
     chunk_delay: float = 0
 
     def __post_init__(self) -> None:
@@ -728,7 +728,8 @@ class LoopbackProvider:
 
 
 def _plan(wire: Any, fault: Fault, body: dict[str, Any], rid: str) -> _Plan:
-    text = "" if fault.mode == "empty" else default_reply(body) if fault.reply is None else fault.reply
+    reply = fault.reply(body) if callable(fault.reply) else fault.reply
+    text = "" if fault.mode == "empty" else default_reply(body) if reply is None else reply
     if fault.mode == "length":
         text = text[: len(text) // 2]
     thinking = body.get("thinking")

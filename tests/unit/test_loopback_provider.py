@@ -226,6 +226,16 @@ def test_reply_replaces_the_default_text(api: Api, lp: LoopbackProvider, client:
     assert api.json_text(post(client, lp, api, api.body(stream=False)).json()) == default_reply(api.body())
 
 
+@APIS
+def test_a_callable_reply_answers_from_the_request_body(api: Api, lp: LoopbackProvider, client: httpx.Client) -> None:
+    lp.set_default(Fault("ok", reply=lambda body: f"{len(body['messages'])} messages, model {body['model']}"))
+    body = api.body()
+    _, events = stream(client, lp, api, body)
+    assert api.stream_text(events) == f"{len(body['messages'])} messages, model {body['model']}"
+    lp.set_default(Fault("length", reply=lambda body: "abcdefgh"))
+    assert api.json_text(post(client, lp, api, api.body(stream=False)).json()) == "abcd"
+
+
 # --- errors ----------------------------------------------------------------------------------------------------
 
 
