@@ -151,8 +151,9 @@ def default_reply(body: Any) -> str:
     line = f'- First user message: "{quote(user)}"'
     # Only the instructions after the conversation decide the format: a conversation may
     # itself quote an earlier split-turn summary with these headings.
+    # The previous summary of a repeated compaction (between the two) may quote one too.
     marker = "\n# Instructions\n" if "\n# Instructions\n" in user else "</conversation>"
-    if "## Original Request" in user.rpartition(marker)[2]:
+    if "## Original Request" in user.rpartition(marker)[2].rpartition("</previous-summary>")[2]:
         return (
             f"## Original Request\n{line}\n\n## Progress So Far\n- Loopback answer\n\n"
             "## Context Needed to Continue\n- (none)\n"
