@@ -17,10 +17,11 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 from tests.fidelity import models
 from tests.fidelity.heldout import LANGS, load
-from tests.fidelity.runner import Cli, Daemon
+from tests.fidelity.runner import Cli, Daemon, Outcome
 from tests.fidelity.scenarios import SMOKE, Scenario, all_scenarios, long_session
 from tests.fidelity.score import Hit, by_class, entry_text, normalize, score
 from tests.fidelity.sessions import Planter
@@ -43,8 +44,6 @@ def grown(scenario: Scenario, folder: Path) -> Planter:
 
 def message_texts(planter: Planter) -> dict[str, str]:
     """Entry id -> the normalized text of its message (content blocks and tool arguments)."""
-    import orjson
-
     out = {}
     for line in planter.path.read_bytes().splitlines()[1:]:
         row = orjson.loads(line)
@@ -172,7 +171,7 @@ def session_file(tmp_path: Path) -> Path:
     return grown(long_session("en", SMOKE, 5, load()), tmp_path).path
 
 
-def compact_with(tmp_path: Path, path: Path, fault: Fault) -> tuple[object, str, str]:
+def compact_with(tmp_path: Path, path: Path, fault: Fault) -> tuple[Outcome, str, str]:
     before = sha(path)
     with LoopbackProvider() as loopback:
         daemon = Daemon(tmp_path / "agent", SMOKE.keep, fault, loopback)
@@ -186,17 +185,17 @@ def compact_with(tmp_path: Path, path: Path, fault: Fault) -> tuple[object, str,
 @NEEDS_GATE
 def test_a_model_answer_with_other_headings_compacts(tmp_path: Path, session_file: Path) -> None:
     outcome, _, _ = compact_with(tmp_path, session_file, Fault("ok", reply=models.other_headings))
-    assert outcome.entry is not None and outcome.entry["type"] == "compaction", outcome  # type: ignore[attr-defined]
+    assert outcome.entry is not None and outcome.entry["type"] == "compaction", outcome
 
 
 def test_a_cut_off_answer_is_summary_incomplete_and_writes_nothing(tmp_path: Path, session_file: Path) -> None:
     outcome, before, after = compact_with(tmp_path, session_file, Fault("length"))
-    assert (outcome.code, outcome.reason) == (-32013, "summaryIncomplete"), outcome  # type: ignore[attr-defined]
+    assert (outcome.code, outcome.reason) == (-32013, "summaryIncomplete"), outcome
     assert after == before
 
 
 @NEEDS_GATE
 def test_a_non_shrinking_compaction_is_not_shrinking_and_writes_nothing(tmp_path: Path, session_file: Path) -> None:
     outcome, before, after = compact_with(tmp_path, session_file, Fault("ok", reply=models.huge))
-    assert (outcome.code, outcome.reason) == (-32012, "notShrinking"), outcome  # type: ignore[attr-defined]
+    assert (outcome.code, outcome.reason) == (-32012, "notShrinking"), outcome
     assert after == before

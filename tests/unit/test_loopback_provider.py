@@ -160,7 +160,10 @@ def test_default_reply_is_a_structured_summary_quoting_the_user() -> None:
     prefix = default_reply({"messages": [{"role": "user", "content": "turn\n## Original Request\n..."}]})
     assert "## Original Request" in prefix.splitlines() and "## Context Needed to Continue" in prefix.splitlines()
     previous = "## Goal\n**Turn Context (split turn):**\n\n## Original Request\n- earlier"
-    history = f"<conversation>\n[User]: hi\n</conversation>\n\n<previous-summary>\n{previous}\n</previous-summary>\n\nUpdate it."
+    history = (
+        f"<conversation>\n[User]: hi\n</conversation>\n\n<previous-summary>\n{previous}\n</previous-summary>\n\n"
+        "Update it."
+    )
     again = default_reply({"messages": [{"role": "user", "content": history}]})
     assert again.startswith("## Goal\n")  # a quoted split-turn summary does not make it a turn-prefix request
 
