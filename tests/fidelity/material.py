@@ -49,6 +49,15 @@ CHATTER = {
            "J'ai regardé le tableau de bord après ta modification."],
 }
 
+# A user's short follow-up asks (numbered, so each one is unique in a session).
+FOLLOW_UPS = {
+    "en": "Go on with step {n} of the plan.",
+    "de": "Mach mit Schritt {n} des Plans weiter.",
+    "es": "Sigue con el paso {n} del plan.",
+    "ja": "計画のステップ{n}に進んでください。",
+    "fr": "Passe à l'étape {n} du plan.",
+}
+
 IDENTIFIERS = [
     "BILL-4821", "LedgerWindow.flush_pending", "LEDGER_SYNC_WINDOW_SECONDS", "inv_2025_10_000417",
     "export_jobs_v3", "ReconcileCursor", "9c41e7b2", "acct_ZX81Q4", "queue.invoices.priority",

@@ -1,4 +1,4 @@
-"""Scripted loopback answers: an incomplete summary, one with other headings, and a huge one.
+"""Scripted loopback answers: an incomplete summary, one with other headings, one of a chosen size.
 
 Each is a callable of the request body (``Fault.reply``). The turn-prefix
 request of a split turn asks for other sections than the history request;
@@ -7,6 +7,7 @@ request of a split turn asks for other sections than the history request;
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tests.loopback_provider import default_reply
@@ -43,6 +44,13 @@ def other_headings(body: Any) -> str:
     return OTHER_HEADINGS
 
 
-def huge(body: Any) -> str:
-    """A summary far longer than what it replaces (about 60k tokens)."""
-    return INCOMPLETE + "\n" + "- a detail worth keeping, repeated at length\n" * 5400
+def padded(tokens: int) -> Callable[[Any], str]:
+    """An answer of about ``tokens`` tokens (characters / 4) to the history request; a short turn prefix."""
+    line = "- a detail worth keeping, repeated at length\n"
+
+    def reply(body: Any) -> str:
+        if asks_turn_prefix(body):
+            return INCOMPLETE_PREFIX
+        return INCOMPLETE + "\n" + line * max(1, (4 * tokens - len(INCOMPLETE)) // len(line))
+
+    return reply

@@ -11,7 +11,7 @@ the written entry's ``firstKeptEntryId``, never assumed.
 Shapes: ``long-<lang>`` (goal and early constraints at the start of a long
 session, one user language), ``request-<id>`` (one per held-out request: that
 request and a held-out error are the last of the range), ``repeated`` (grow ->
-compact, 10 rounds, the users switching language every two rounds), ``branch``
+compact, 10 rounds of three turns, the users switching language every two rounds), ``branch``
 (work, an abandoned attempt summarized by navigating away, new work, compact).
 """
 
@@ -129,9 +129,13 @@ def repeated(size: Size, seed: int, held: HeldOut, rounds: int = 10) -> Scenario
         first = _turn(files, lang, reqs[k], size, error=rng.choice(held.errors), constraints=plain[k],
                       earlier=overs if k == 0 else [], goal=M.GOALS["en"] if r == 0 else None,
                       identifiers=[M.IDENTIFIERS[r % len(M.IDENTIFIERS)]], todos=[M.TODOS[r % len(M.TODOS)]])
+        ask = M.FOLLOW_UPS[lang].format(n=r + 1)
+        middle = Turn(lang=lang, request=(ask, ask.rstrip(".。"), "follow-up"), steps=size.steps,
+                      error=rng.choice(held.errors), identifiers=[M.IDENTIFIERS[(r + 5) % len(M.IDENTIFIERS)]],
+                      **files.work())  # type: ignore[arg-type]
         last = _turn(files, lang, reqs[k + 1], size, tail=True, error=rng.choice(held.errors),
                      constraints=plain[k + 1] + (overs if k else []))
-        out.rounds.append(([first, last], "compact"))
+        out.rounds.append(([first, middle, last], "compact"))
     return out
 
 
