@@ -86,6 +86,9 @@ def print_report(reports: list[Report]) -> None:
                               lambda h: 0).get(0))
     table("Branch summary itself (round 1 of branch)", TARGETS, reports, lambda r, k: recall(
         sub(r.hits, lambda h: h.scenario == "branch" and h.round == 1), lambda h: h.fact.cls).get(k))
+    table("constraint after each repeated compaction (round: kept of those said so far)", range(10), reports,
+          lambda r, k: recall(sub(r.hits, lambda h: h.scenario == "repeated" and h.fact.cls == "constraint"),
+                              lambda h: h.round).get(k))
     print("\nSummary tokens after each of the 10 repeated compactions\n")
     for r in reports:
         print(f"- {r.summarizer}: {r.sizes.get('repeated')}")
