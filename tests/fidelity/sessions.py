@@ -110,6 +110,7 @@ class Planter:
             ids = [node.id for node in self.b.path]
             if row.get("parentId") in ids:
                 self.b.path = self.b.path[: ids.index(row["parentId"]) + 1]
+            # a summary shrinks the context: later usage numbers start from a rough quarter of it
             self.b.path.append(Node(row["id"], self.b.count + 1, row["type"], self.b.ctx // 4))
             self.b.ids.add(row["id"])
             self.b.count += 1
