@@ -201,6 +201,11 @@ class Session:
         self._fold_new()
         return len(self.tree) != before
 
+    @property
+    def holds_lock(self) -> bool:
+        """Whether this session holds its file's write lock now."""
+        return self._guard is not None and self._guard.locked
+
     def release_if_idle(self, idle_seconds: float) -> bool:
         """Drop the write lock after ``idle_seconds`` without a write (retaken before the next write)."""
         return self._guard.release_if_idle(idle_seconds) if self._guard is not None else False
