@@ -37,6 +37,16 @@ from pi_sessiond.examples import generator
 from pi_sessiond.store.session import Session
 
 LOOPBACK_KEY = "sk-live-soak"
+# One answer for every request: the headings of a history summary and of a turn prefix (both are checked
+# for presence only), so repeated and split-turn compactions all validate.
+SOAK_REPLY = (
+    "## Goal\n- Keep working beside Pi\n\n## Constraints & Preferences\n- (none)\n\n"
+    "## Progress\n### Done\n- [x] Earlier turns\n\n### In Progress\n- [ ] The current turn\n\n"
+    "### Blocked\n- (none)\n\n## Key Decisions\n- **Soak**: fixed answer\n\n"
+    "## Next Steps\n1. Go on\n\n## Critical Context\n- (none)\n\n"
+    "## Original Request\n- The turn in progress\n\n## Progress So Far\n- Some steps\n\n"
+    "## Context Needed to Continue\n- (none)\n"
+)
 
 
 @dataclass
@@ -47,8 +57,11 @@ class Outcome:
     our_ids: list[str] = field(default_factory=list)
     compactions: list[str] = field(default_factory=list)
     refusals: Counter[str] = field(default_factory=Counter)
+    refusal_messages: dict[str, str] = field(default_factory=dict)
     missed: list[str] = field(default_factory=list)
+    writer_raced: set[str] = field(default_factory=set)
     orphaned: list[str] = field(default_factory=list)
+    orphaned_by_writer_race: list[str] = field(default_factory=list)
     off_branch: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -102,7 +115,9 @@ def drive(client: RpcClient, sid: str, writer: subprocess.Popen[bytes], compact_
                 out.compactions.append(result["entry"]["id"])
             except RpcError as exc:
                 data = exc.error.get("data")
-                out.refusals[str(data.get("reason") if isinstance(data, dict) else exc.error.get("code"))] += 1
+                reason = str(data.get("reason") if isinstance(data, dict) else exc.error.get("code"))
+                out.refusals[reason] += 1
+                out.refusal_messages.setdefault(reason, str(exc.error.get("message", ""))[:300])
         time.sleep(0.15)
 
 
@@ -113,14 +128,32 @@ def check(client: RpcClient, sid: str, path: Path, out: Outcome) -> None:
 
 
 def classify(path: Path, known: set[str], out: Outcome) -> None:
-    """The checks of :func:`check` against the file as Pi loads it; ``known``: the daemon's entry ids."""
+    """The checks of :func:`check` against the file as Pi loads it; ``known``: the daemon's entry ids.
+
+    An orphaned turn is put down to the other writer when the side branch it
+    is on starts with an entry that writer wrote after a stale read of the
+    file's last entry (``writer_raced``): that fork is the writer's own.
+    """
     pi_view = Session.open(path)
     on_disk = [e.id for e in pi_view.entries]
     out.missed = [eid for eid in on_disk if eid not in known]
     live = {e.id for e in pi_view.path_to()}
     ours = set(out.our_ids) | set(out.writer_ids)
-    out.orphaned = [eid for eid in on_disk if eid in ours and eid not in live]
+    orphaned = [eid for eid in on_disk if eid in ours and eid not in live]
+    by_writer = {eid for eid in orphaned if branch_root(pi_view, eid, live) in out.writer_raced}
+    out.orphaned = [eid for eid in orphaned if eid not in by_writer]
+    out.orphaned_by_writer_race = [eid for eid in orphaned if eid in by_writer]
     out.off_branch = [eid for eid in out.compactions if eid not in live]
+
+
+def branch_root(session: Session, entry_id: str, live: set[str]) -> str:
+    """The first entry of the side branch ``entry_id`` is on (its ancestor whose parent is on the live path)."""
+    root = entry_id
+    for entry in session.tree.iter_up(entry_id):
+        if entry.id in live:
+            break
+        root = entry.id
+    return root
 
 
 def run(rate: float, seconds: float, compact_every: float, workdir: Path) -> Outcome:
@@ -131,7 +164,7 @@ def run(rate: float, seconds: float, compact_every: float, workdir: Path) -> Out
     ids_file = workdir / "writer-ids.txt"
     started = time.monotonic()
     with LoopbackProvider() as loopback:
-        loopback.set_default(Fault("ok", chunk_delay=0.01))
+        loopback.set_default(Fault("ok", chunk_delay=0.01, reply=SOAK_REPLY))
         client, daemon = start_daemon(workdir, loopback.base_url)
         try:
             sid = client.request("pi/openSession", {"path": str(path)})["sessionId"]
@@ -141,7 +174,9 @@ def run(rate: float, seconds: float, compact_every: float, workdir: Path) -> Out
                 drive(client, sid, writer, compact_every, out)
             finally:
                 writer.wait(timeout=seconds + 60)
-            out.writer_ids = ids_file.read_text().split()
+            rows = [row.split() for row in ids_file.read_text().splitlines() if row.strip()]
+            out.writer_ids = [eid for eid, _ in rows]
+            out.writer_raced = {eid for eid, raced in rows if raced == "1"}
             check(client, sid, path, out)
         finally:
             daemon.kill()
@@ -157,8 +192,11 @@ def report(out: Outcome, command: str) -> str:
         f"writer entries        {len(out.writer_ids)} (Pi-style, no lock)",
         f"daemon entries        {len(out.our_ids)} appended, {len(out.compactions)} compactions (force: true)",
         f"compactions refused   {refused}",
+        *(f"  {reason}: {text}" for reason, text in sorted(out.refusal_messages.items())),
         f"missed by fold-in     {len(out.missed)} {out.missed[:5]}",
         f"orphaned turns        {len(out.orphaned)} {out.orphaned[:5]}",
+        f"  forks of the writer's own race (it read the last entry before our line landed): "
+        f"{len(out.writer_raced)}, leaving {len(out.orphaned_by_writer_race)} of its turns on side branches",
         f"compactions off the live branch  {len(out.off_branch)}",
         f"total time            {out.seconds:.1f} s",
     ])

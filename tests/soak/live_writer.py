@@ -5,7 +5,7 @@ parented on the file's last entry at that moment, with the current time as
 its timestamp: user and assistant messages alternate, the assistant's with a
 small usage block. Used by the live-writer tests (as a thread) and by the
 soak (``python -m tests.soak.live_writer FILE --rate 20 --seconds 60`` prints
-the ids it wrote, one per line, to ``--ids``).
+the ids it wrote, one per line with ``1`` if it raced, to ``--ids``).
 """
 
 from __future__ import annotations
@@ -66,16 +66,41 @@ def pi_entry(n: int, tag: str, parent: str | None) -> dict[str, Any]:
     return {"type": "message", "id": eid, "parentId": parent, "timestamp": now_iso(), "message": message}
 
 
-def append_one(path: Path, n: int, tag: str) -> str:
-    """Append entry ``n`` on the file's last entry, in one write; returns its id."""
-    entry = pi_entry(n, tag, last_entry_id(path))
+def append_one(path: Path, n: int, tag: str) -> tuple[str, bool]:
+    """Append entry ``n`` on the file's last entry, in one write; returns its id and whether it raced.
+
+    It raced when another line landed between reading the last entry and the
+    write (the line before ours is not our parent): a fork made by this
+    writer, as any lock-free writer can make, reported apart by the soak.
+    """
+    parent = last_entry_id(path)
+    entry = pi_entry(n, tag, parent)
     data = json.dumps(entry, separators=(",", ":")).encode() + b"\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND)
     try:
         os.write(fd, data)
+        start = os.lseek(fd, 0, os.SEEK_CUR) - len(data)
     finally:
         os.close(fd)
-    return str(entry["id"])
+    return str(entry["id"]), id_before(path, start) != parent
+
+
+def id_before(path: Path, offset: int) -> str | None:
+    """The id of the entry on the line that ends at ``offset``."""
+    window = 4096
+    while True:
+        begin = max(0, offset - window)
+        with open(path, "rb") as fh:
+            fh.seek(begin)
+            chunk = fh.read(offset - begin)
+        cut = chunk.rstrip(b"\n").rfind(b"\n")
+        if cut >= 0 or begin == 0:
+            try:
+                data = json.loads(chunk[cut + 1 :])
+            except ValueError:
+                return None
+            return data.get("id") if isinstance(data, dict) and data.get("type") != "session" else None
+        window *= 4
 
 
 class PiStyleWriter(threading.Thread):
@@ -85,13 +110,19 @@ class PiStyleWriter(threading.Thread):
         super().__init__(daemon=True)
         self.path, self.count, self.rate, self.tag = path, count, rate, tag
         self.ids: list[str] = []
+        self.raced: list[str] = []
         self.error: BaseException | None = None
 
     def run(self) -> None:
         try:
-            write_at_rate(self.path, self.count, self.rate, self.tag, self.ids.append)
+            write_at_rate(self.path, self.count, self.rate, self.tag, self._record)
         except BaseException as exc:  # reported by the test through .error
             self.error = exc
+
+    def _record(self, eid: str, raced: bool) -> None:
+        self.ids.append(eid)
+        if raced:
+            self.raced.append(eid)
 
 
 def write_at_rate(path: Path, count: int, rate: float, tag: str, on_id: Any) -> None:
@@ -101,7 +132,7 @@ def write_at_rate(path: Path, count: int, rate: float, tag: str, on_id: Any) -> 
         delay = start + n / rate - time.monotonic()
         if delay > 0:
             time.sleep(delay)
-        on_id(append_one(path, n, tag))
+        on_id(*append_one(path, n, tag))
 
 
 def main() -> None:
@@ -113,8 +144,8 @@ def main() -> None:
     parser.add_argument("--ids", type=Path, required=True)
     args = parser.parse_args()
     with open(args.ids, "w", encoding="utf-8") as out:
-        def record(eid: str) -> None:
-            out.write(eid + "\n")
+        def record(eid: str, raced: bool) -> None:
+            out.write(f"{eid} {int(raced)}\n")
             out.flush()
 
         write_at_rate(args.file, int(args.rate * args.seconds), args.rate, args.tag, record)

@@ -21,6 +21,9 @@ def test_the_checker_sees_a_missed_entry_an_orphaned_turn_and_a_compaction_off_t
     assert not out.ok
     classify(path, {"a", "b", "w1", "c1", "w2"}, out)
     assert out.missed == []
+    out.writer_raced = {"w1"}  # w1 forked by the writer's own stale read: not the daemon's doing
+    classify(path, {"a", "b", "w1", "c1", "w2"}, out)
+    assert (out.orphaned, out.orphaned_by_writer_race) == ([], ["w1"])
 
 
 def test_a_pi_style_writer_beside_appends_and_forced_compactions_loses_nothing(tmp_path: Path) -> None:
@@ -28,5 +31,5 @@ def test_a_pi_style_writer_beside_appends_and_forced_compactions_loses_nothing(t
     assert len(out.writer_ids) == 120
     assert out.compactions, f"no compaction was written: {dict(out.refusals)}"
     assert out.missed == [], "entries missed by fold-in"
-    assert out.orphaned == [], "turns left on a side branch"
+    assert out.orphaned == [], "turns left on a side branch by the daemon"
     assert out.off_branch == [], "compactions off the live branch"
