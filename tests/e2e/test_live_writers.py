@@ -26,8 +26,12 @@ from tests.e2e.daemon_client import (
     daemons_fixture,  # noqa: F401 - provides the `daemons` fixture
     generated,
     loopback_settings,
+    assistant_msg,
+    events,
     send,
     settle,
+    user_msg,
+    wait_event,
 )
 from tests.loopback_provider import Fault, LoopbackProvider
 from tests.soak.live_writer import PiStyleWriter, append_one
@@ -127,6 +131,19 @@ async def test_force_compacts_on_the_newest_leaf(daemons: Daemons, tmp_path: Pat
     result = await call(client, "pi/compact", {"sessionId": sid, "force": True})
     assert result["entry"]["parentId"] == "pi000002"
     assert {"pi000000", "pi000001", "pi000002", result["entry"]["id"]} <= context_ids(path)
+
+
+async def test_auto_compaction_is_refused_too_and_says_why(daemons: Daemons, tmp_path: Path) -> None:
+    path = recent_pi_file(tmp_path)
+    settings = {"contextWindow": 20000, "compaction": {"reserveTokens": 4000, "keepRecentTokens": 1000}}
+    client = await daemons.start(settings)
+    sid = (await call(client, "pi/openSession", {"path": str(path)}))["sessionId"]
+    big = await call(client, "pi/append", {"sessionId": sid, "entries": [
+        user_msg("next task"), assistant_msg("big", input_tokens=17000)]})
+    assert big["shouldCompact"] is True  # the append itself is accepted
+    failed = await wait_event(client, "pi/compactionFailed")
+    assert failed["reason"] == "threshold" and failed["errorReason"] == "liveWriter"
+    assert events(client, "pi/compacted") == []
 
 
 async def test_appends_of_an_exited_pi_lock_holder_do_not_trigger_the_guard(daemons: Daemons, tmp_path: Path) -> None:
