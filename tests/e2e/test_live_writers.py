@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,12 +23,12 @@ from tests.e2e.daemon_client import (
     LOOPBACK_KEY,
     TIMEOUT,
     Daemons,
+    assistant_msg,
     call,
     daemons_fixture,  # noqa: F401 - provides the `daemons` fixture
+    events,
     generated,
     loopback_settings,
-    assistant_msg,
-    events,
     send,
     settle,
     user_msg,
@@ -190,7 +191,7 @@ async def test_an_idle_daemon_releases_the_lock_and_retakes_it(daemons: Daemons,
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**__import__("os").environ, "LOOPBACK_KEY": LOOPBACK_KEY}
+    env = {**os.environ, "LOOPBACK_KEY": LOOPBACK_KEY}
     return subprocess.run([sys.executable, "-m", "pi_sessiond", *args], capture_output=True, text=True,
                           timeout=120, env=env)
 

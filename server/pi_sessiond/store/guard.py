@@ -21,8 +21,11 @@
 - **Foreign appends** (for the ``liveWriter`` guard): the file's mtime when
   it grew past what we accounted for; at open, the file's mtime and its newest
   entry's time when both are recent, unless the last write was a lock
-  holder's (the lock file's mtime is set to the session file's after each of
-  our writes; or the recorded holder is ``pi`` and its process is gone).
+  holder's: the lock file's mtime is set to the session file's after each of
+  our writes, and a holder whose recorded pid is gone (a Pi with the
+  extension that was closed or killed, a killed daemon) wrote the rest. A
+  holder releasing the lock cleanly should leave no body, so that appends made
+  after it are judged by the mtimes alone.
 """
 
 from __future__ import annotations
@@ -208,7 +211,7 @@ def _written_by_holder(path: Path, st: os.stat_result) -> bool:
     if lock_st.st_mtime_ns == st.st_mtime_ns:
         return True
     holder = recorded_holder(lock_path)
-    return holder is not None and holder[1] == "pi" and not pid_alive(holder[0])
+    return holder is not None and not pid_alive(holder[0])
 
 
 def recorded_holder(lock_path: Path) -> tuple[int, str] | None:
