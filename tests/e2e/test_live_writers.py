@@ -147,6 +147,18 @@ async def test_auto_compaction_is_refused_too_and_says_why(daemons: Daemons, tmp
     assert events(client, "pi/compacted") == []
 
 
+async def test_reads_show_what_pi_appended_without_a_write_of_ours(daemons: Daemons, tmp_path: Path) -> None:
+    path = generated(tmp_path / "s.jsonl", entries=40, seed=2)
+    client = await daemons.start()
+    sid = (await call(client, "pi/openSession", {"path": str(path)}))["sessionId"]
+    append_one(path, 0, "pi")
+    append_one(path, 1, "pi")
+    context = await call(client, "pi/getContext", {"sessionId": sid})
+    assert "[pi] done with step 1." in json.dumps(context["messages"][-1])  # the leaf followed Pi's turn
+    again = await call(client, "pi/openSession", {"path": str(path)})
+    assert again["sessionId"] == sid and again["leafId"] == "pi000001"
+
+
 async def test_appends_of_an_exited_pi_lock_holder_do_not_trigger_the_guard(daemons: Daemons, tmp_path: Path) -> None:
     path = recent_pi_file(tmp_path)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -130,12 +130,10 @@ class Daemon:
         return self.core.settings.settings().daemon.max_message_bytes
 
     def _get(self, session_id: str) -> OpenSession:
-        """The open session, with the lines other programs appended folded in (a replaced file is
-        reported by the next write, not here)."""
+        """The open session, with the lines other programs appended folded in."""
         self._idle_locks.arm()  # a request may write: the idle-lock sweep runs while a lock is held
         opened = self.core.registry.get(session_id)
-        with contextlib.suppress(ChangedUnderneathError):
-            opened.session.refresh()
+        _refresh(opened)
         return opened
 
     # -------------------------------------------------------------- sessions
@@ -154,6 +152,7 @@ class Daemon:
             opened = self.core.registry.open_id(params.session_id)
         else:
             raise InvalidParams("path or sessionId: one of them is required")
+        _refresh(opened)  # already open: what other programs appended since
         return views.session_info(opened)
 
     async def close_session(self, params: SessionParams) -> None:
@@ -271,6 +270,12 @@ class Daemon:
         opened = self._get(params.session_id) if params.session_id is not None else None
         self.core.settings.update(params.settings, opened.key if opened else None)
         return SettingsResult(settings=unstructure(self.core.settings_for(opened)))
+
+
+def _refresh(opened: OpenSession) -> None:
+    """Fold in what other programs appended; a replaced file is reported by the next write, not here."""
+    with contextlib.suppress(ChangedUnderneathError):
+        opened.session.refresh()
 
 
 def _summary(row: JsonDict) -> SessionSummary:
