@@ -146,7 +146,8 @@ _SESSION: Final = ("unknownSession",)
 _READ: Final = ("unknownSession", "unknownEntry")
 _WRITE: Final = ("unknownSession", "unknownEntry", "locked")
 _EDIT: Final = ("unknownSession", "unknownEntry", "locked", "invalidParams")
-_SUMMARIZE: Final = ("unknownSession", "locked", "nothingToCompact", "summarizerFailed", "conflict", "busy")
+_SUMMARIZE: Final = ("unknownSession", "locked", "nothingToCompact", "summarizerFailed", "conflict", "busy",
+                     "liveWriter")
 
 METHODS: Final = (
     MethodSpec(CREATE_SESSION, CreateSessionParams, SessionInfo, "create_session",
@@ -191,7 +192,7 @@ METHODS: Final = (
     MethodSpec(NAVIGATE_TREE, NavigateTreeParams, NavigateResult, "navigate_tree",
                "Move the leaf to `targetId` (Pi's `/tree`), optionally summarizing the branch left.",
                progress=True, errors=("unknownSession", "unknownEntry", "locked", "summarizerFailed", "conflict",
-                                      "busy")),
+                                      "busy", "liveWriter")),
     MethodSpec(REPORT_OVERFLOW, ReportOverflowParams, CompactResult, "report_overflow",
                "The client's provider rejected the context as too long: compact with reason `overflow`.",
                progress=True, errors=_SUMMARIZE),

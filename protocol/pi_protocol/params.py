@@ -129,8 +129,11 @@ class EstimateTokensParams:
 
 @attrs.define(kw_only=True)
 class CompactParams:
+    """``force``: write even if another program appended within ``daemon.liveWriterSeconds`` (on the newest leaf)."""
+
     session_id: str
     custom_instructions: str | None = None
+    force: bool = False
     work_done_token: ProgressToken | None = None
     extra: JsonDict = extra_field()
 
@@ -143,6 +146,7 @@ class NavigateTreeParams:
     custom_instructions: str | None = None
     replace_instructions: bool = False
     label: str | None = None
+    force: bool = False
     work_done_token: ProgressToken | None = None
     extra: JsonDict = extra_field()
 

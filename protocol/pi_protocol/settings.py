@@ -138,6 +138,8 @@ class DaemonSettings:
     fsync: Fsync = setting("always")
     max_message_bytes: int = setting(64 * 1024 * 1024, above=0)
     max_concurrent_summaries: int = setting(4, above=0)
+    live_writer_seconds: float = setting(30, minimum=0)
+    lock_idle_seconds: float | None = setting(60, above=0)
 
 
 @attrs.frozen(kw_only=True)

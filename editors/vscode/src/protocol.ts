@@ -387,6 +387,7 @@ export interface EstimateTokensParams {
 export interface CompactParams {
   sessionId: string;
   customInstructions?: string | null;
+  force?: boolean;
   workDoneToken?: number | string | null;
   [key: string]: unknown;
 }
@@ -398,6 +399,7 @@ export interface NavigateTreeParams {
   customInstructions?: string | null;
   replaceInstructions?: boolean;
   label?: string | null;
+  force?: boolean;
   workDoneToken?: number | string | null;
   [key: string]: unknown;
 }
@@ -684,6 +686,8 @@ export interface DaemonSettings {
   fsync: "always" | "never";
   maxMessageBytes?: number;
   maxConcurrentSummaries?: number;
+  liveWriterSeconds?: number;
+  lockIdleSeconds?: number | null;
 }
 
 export interface SecuritySettings {

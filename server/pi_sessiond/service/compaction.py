@@ -5,7 +5,9 @@ client's hooks (``service.hooks``) into it (``pi/beforeCompact`` as its
 ``supply``: cancel / a supplied compaction / go on; ``pi/reviewSummary`` as
 its ``review``: accept / edit / reject), runs it as a job with a progress bar
 and sends the notifications. The pipeline's leaf re-check decides what
-appends during a summary may do (see its docstring).
+appends during a summary may do (see its docstring). Before anything runs,
+the ``liveWriter`` guard (``service.livewriter``) refuses a compaction of a
+session another program appended to lately, unless ``force``.
 Anything that stops before the append leaves the session untouched, and every
 attempt that wrote nothing (manual, threshold or overflow: a failure, a
 refusal, a cancellation) is announced by one ``pi/compactionFailed``, as Pi
@@ -39,6 +41,7 @@ from pi_sessiond.pipeline.compaction import preview as preview_of
 from pi_sessiond.service import hooks, masking
 from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.interface import ProgressFactory
+from pi_sessiond.service.livewriter import check_live_writer
 from pi_sessiond.service.registry import OpenSession
 
 T = TypeVar("T")
@@ -64,7 +67,8 @@ async def manual(core: Core, opened: OpenSession, params: CompactParams, progres
         return await with_progress(
             progress, "Compacting session", params.work_done_token,
             lambda report: compact_session(core, opened, reason="manual", will_retry=False,
-                                           instructions=params.custom_instructions, report=report),
+                                           instructions=params.custom_instructions, report=report,
+                                           force=params.force),
         )
 
     return await core.jobs.run(opened.key, "compaction", "manual", work)
@@ -171,11 +175,13 @@ async def masked_or_compacted(core: Core, opened: OpenSession, reason: Reason, r
 
 # ---------------------------------------------------------------- the flow
 async def compact_session(
-    core: Core, opened: OpenSession, *, reason: Reason, will_retry: bool, instructions: str | None, report: Report
+    core: Core, opened: OpenSession, *, reason: Reason, will_retry: bool, instructions: str | None, report: Report,
+    force: bool = False,
 ) -> CompactResult:
-    """``pipeline.compaction.compact`` with the hooks, then the notifications (``pi/compactionFailed``
-    when it wrote nothing)."""
+    """The ``liveWriter`` guard, ``pipeline.compaction.compact`` with the hooks, then the notifications
+    (``pi/compactionFailed`` when it wrote nothing)."""
     try:
+        check_live_writer(core, opened, force=force, action="compact")
         return await _compact_session(core, opened, reason=reason, will_retry=will_retry,
                                       instructions=instructions, report=report)
     except (Exception, asyncio.CancelledError) as exc:

@@ -11,6 +11,7 @@ summarizer are coroutines; the rest are synchronous and never wait for a job.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -63,11 +64,13 @@ from pi_protocol.results import (
 from pi_sessiond.errors import InvalidParams
 from pi_sessiond.service import appending, compaction, masking, stats, tree, undo, views
 from pi_sessiond.service.core import Core, SummarizerFactory, apply_durability
+from pi_sessiond.service.idlelocks import IdleLocks
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.registry import OpenSession, Registry
 from pi_sessiond.service.settings_store import SettingsStore
 from pi_sessiond.store.fork import fork_session
+from pi_sessiond.store.guard import ChangedUnderneathError
 from pi_sessiond.summarizers.factory import make_summarizer
 
 JsonDict = dict[str, Any]
@@ -96,6 +99,7 @@ class Daemon:
             summarizer_factory=summarizer_factory,
             background_progress=progress,
         )
+        self._idle_locks = IdleLocks(self.core)
 
     # ------------------------------------------------------------ lifecycle
     def configure(self, options: InitializationOptions) -> None:
@@ -118,6 +122,7 @@ class Daemon:
 
     async def aclose(self) -> None:
         """Cancel every job (nothing half-written stays behind) and drop the sessions."""
+        self._idle_locks.cancel()
         await self.core.jobs.cancel_all()
         for opened in self.core.registry:
             self.core.registry.close(opened.key)
@@ -130,7 +135,11 @@ class Daemon:
         return self.core.settings.settings().daemon.max_message_bytes
 
     def _get(self, session_id: str) -> OpenSession:
-        return self.core.registry.get(session_id)
+        """The open session, with the lines other programs appended folded in."""
+        self._idle_locks.arm()  # a request may write: the idle-lock sweep runs while a lock is held
+        opened = self.core.registry.get(session_id)
+        _refresh(opened)
+        return opened
 
     # -------------------------------------------------------------- sessions
     def create_session(self, params: CreateSessionParams) -> SessionInfo:
@@ -148,6 +157,7 @@ class Daemon:
             opened = self.core.registry.open_id(params.session_id)
         else:
             raise InvalidParams("path or sessionId: one of them is required")
+        _refresh(opened)  # already open: what other programs appended since
         return views.session_info(opened)
 
     async def close_session(self, params: SessionParams) -> None:
@@ -277,6 +287,12 @@ class Daemon:
         opened = self._get(params.session_id) if params.session_id is not None else None
         self.core.settings.update(params.settings, opened.key if opened else None)
         return SettingsResult(settings=unstructure(self.core.settings_for(opened)))
+
+
+def _refresh(opened: OpenSession) -> None:
+    """Fold in what other programs appended; a replaced file is reported by the next write, not here."""
+    with contextlib.suppress(ChangedUnderneathError):
+        opened.session.refresh()
 
 
 def _summary(row: JsonDict) -> SessionSummary:

@@ -19,18 +19,28 @@ from pathlib import Path
 from pi_sessiond.store import failpoints
 
 
-def append_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
-    """Append ``data`` with a single write; create the file if needed."""
+def append_bytes(path: Path, data: bytes, *, fsync: bool = True, expect_size: int | None = None) -> int | None:
+    """Append ``data`` with a single write; create the file if needed; returns where our bytes start.
+
+    With ``expect_size``, nothing is written (``None`` is returned) unless the
+    file has exactly that size once it is open: another writer appended since
+    the caller last read it (O_APPEND still puts our bytes at the true end if
+    one appends between this check and the write; the returned start shows it).
+    """
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
+        if expect_size is not None and os.fstat(fd).st_size != expect_size:
+            return None
         view = memoryview(data)
         while view:
             written = os.write(fd, view)
             view = view[written:]
+        end = os.lseek(fd, 0, os.SEEK_CUR)
         if fsync:
             os.fsync(fd)
     finally:
         os.close(fd)
+    return end - len(data)
 
 
 def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
