@@ -145,7 +145,7 @@ class HookSpec:
 _SESSION: Final = ("unknownSession",)
 _READ: Final = ("unknownSession", "unknownEntry")
 _WRITE: Final = ("unknownSession", "unknownEntry", "locked")
-_EDIT: Final = ("unknownSession", "unknownEntry", "locked", "invalidParams")
+_EDIT: Final = ("unknownSession", "unknownEntry", "locked", "invalidParams", "liveWriter")
 _SUMMARIZE: Final = ("unknownSession", "locked", "nothingToCompact", "summarizerFailed", "conflict", "busy",
                      "liveWriter")
 

@@ -95,6 +95,7 @@ class MaskParams:
     session_id: str
     entry_ids: list[str] | None = None
     dry_run: bool = False
+    force: bool = False
     extra: JsonDict = extra_field()
 
 
@@ -102,6 +103,7 @@ class MaskParams:
 class UnmaskParams:
     session_id: str
     entry_ids: list[str]
+    force: bool = False
     extra: JsonDict = extra_field()
 
 
@@ -109,6 +111,7 @@ class UnmaskParams:
 class UndoParams:
     session_id: str
     entry_id: str
+    force: bool = False
     extra: JsonDict = extra_field()
 
 

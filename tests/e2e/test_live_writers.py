@@ -217,3 +217,24 @@ def test_the_cli_refuses_without_force_and_writes_on_the_newest_leaf_with_it(tmp
     done = cli("compact", str(path), "--keep-recent-tokens", "2000", "-q", "--force", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["entry"]["parentId"] == "pi000001"
+
+
+async def test_masking_and_undo_are_guarded_too(daemons: Daemons, tmp_path: Path) -> None:
+    """Masking edits and an undo beside a live writer would be orphaned like a compaction."""
+    path = recent_pi_file(tmp_path)
+    client = await daemons.start({"compaction": {"keepRecentTokens": 200,
+                                                 "masking": {"minTokens": 1, "olderThanTokens": 0}}})
+    sid = (await call(client, "pi/openSession", {"path": str(path)}))["sessionId"]
+    dry = await call(client, "pi/mask", {"sessionId": sid, "dryRun": True})  # a dry run writes nothing: allowed
+    before = path.read_bytes()
+    for method, params in (("pi/mask", {}), ("pi/unmask", {"entryIds": [e["targetId"] for e in dry["edits"]]})):
+        refused = await rpc_error(call(client, method, {"sessionId": sid, **params}))
+        assert refused.code == LIVE_WRITER, method
+    assert path.read_bytes() == before
+    forced = await call(client, "pi/mask", {"sessionId": sid, "force": True})
+    assert len(forced["edits"]) == len(dry["edits"])
+    compacted = await call(client, "pi/compact", {"sessionId": sid, "force": True})
+    undo = {"sessionId": sid, "entryId": compacted["entry"]["id"]}
+    assert (await rpc_error(call(client, "pi/undo", undo))).code == LIVE_WRITER
+    undone = await call(client, "pi/undo", {**undo, "force": True})
+    assert undone["entry"]["parentId"] == compacted["entry"]["parentId"]

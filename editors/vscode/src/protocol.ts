@@ -356,18 +356,21 @@ export interface MaskParams {
   sessionId: string;
   entryIds?: string[] | null;
   dryRun?: boolean;
+  force?: boolean;
   [key: string]: unknown;
 }
 
 export interface UnmaskParams {
   sessionId: string;
   entryIds: string[];
+  force?: boolean;
   [key: string]: unknown;
 }
 
 export interface UndoParams {
   sessionId: string;
   entryId: string;
+  force?: boolean;
   [key: string]: unknown;
 }
 

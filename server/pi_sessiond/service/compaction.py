@@ -155,8 +155,12 @@ async def automatic(core: Core, opened: OpenSession, reason: Reason, report: Rep
 
 
 async def masked_or_compacted(core: Core, opened: OpenSession, reason: Reason, report: Report) -> CompactResult:
-    """The masking tier first (``compaction.masking``), then a summary unless masking was enough."""
+    """The masking tier first (``compaction.masking``), then a summary unless masking was enough.
+
+    The ``liveWriter`` guard runs before the masking edits too (they would be orphaned beside a live writer).
+    """
     try:
+        check_live_writer(core, opened, force=False, action="compact")
         masked = masking.mask_first(core, opened)
     except PiError as exc:
         core.notify(methods.COMPACTION_FAILED, failure(opened.key, reason, exc))

@@ -6,6 +6,8 @@ estimates are Pi 1.6.0's projected ones: before, the leaf's
 ``estimatedContextTokens``; after, the estimate of the projection with the
 edits applied (usage figures are not trusted after an edit, as in Pi).
 Masking changes the prompt prefix, so a provider's prompt cache misses once.
+Writing edits beside a live writer would leave them on a side branch, so the
+``liveWriter`` guard applies (``force`` overrides; a dry run writes nothing).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pi_sessiond.errors import InvalidParams
 from pi_sessiond.estimators import get_estimator
 from pi_sessiond.service import views
 from pi_sessiond.service.core import Core, apply_durability
+from pi_sessiond.service.livewriter import check_live_writer
 from pi_sessiond.service.models import context_window
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.service.stats import projected_context_tokens
@@ -118,6 +121,8 @@ def mask_first(core: Core, opened: OpenSession) -> MaskedFirst | None:
 
 def mask(core: Core, opened: OpenSession, params: MaskParams) -> MaskResult:
     """``pi/mask``: mask (or with ``dryRun`` only show) the chosen tool results."""
+    if not params.dry_run:
+        check_live_writer(core, opened, force=params.force, action="mask")
     session, settings = opened.session, core.settings_for(opened)
     picked = masking_edits(session, settings, params.entry_ids)
     before = projected_context_tokens(session, settings.tokenizer)
@@ -130,6 +135,7 @@ def mask(core: Core, opened: OpenSession, params: MaskParams) -> MaskResult:
 
 def unmask(core: Core, opened: OpenSession, params: UnmaskParams) -> MaskResult:
     """``pi/unmask``: restore masked tool results with edits carrying their original content."""
+    check_live_writer(core, opened, force=params.force, action="unmask")
     session, settings = opened.session, core.settings_for(opened)
     shown = {p.entry.id: p for p in session.projection().entries}
     originals: dict[str, Any] = {}

@@ -9,7 +9,8 @@ the file, on a side branch (``pi/navigateTree`` can return to it).
 
 Auto-compaction would otherwise redo the compaction at the next answer: it is
 suppressed until the context has grown by 10% of the window
-(``OpenSession.auto_compaction_floor``).
+(``OpenSession.auto_compaction_floor``). It moves the leaf, so the
+``liveWriter`` guard applies (``force`` overrides).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pi_protocol.results import SessionChanged, UndoResult
 from pi_sessiond.errors import Conflict, InvalidParams
 from pi_sessiond.service import views
 from pi_sessiond.service.core import Core, apply_durability
+from pi_sessiond.service.livewriter import check_live_writer
 from pi_sessiond.service.models import context_window
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.service.stats import projected_context_tokens
@@ -37,6 +39,7 @@ def undo(core: Core, opened: OpenSession, params: UndoParams) -> UndoResult:
         raise InvalidParams(f"entryId: {entry.id} is a {entry.type} entry; only a compaction or a branch summary "
                             "can be undone", data={"entryId": entry.id})
     core.jobs.check(opened.key)
+    check_live_writer(core, opened, force=params.force, action="undo")
     if session.leaf_id != entry.id:
         raise Conflict(f"{entry.id} is no longer the leaf (the session moved on): undo it by navigating instead",
                        data={"entryId": entry.id, "leafId": session.leaf_id})
