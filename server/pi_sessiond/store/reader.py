@@ -29,6 +29,7 @@ from pi_sessiond.store.jsontext import MAX_DEPTH, TooDeepError, loads
 
 _SKELETON = re.compile(
     rb'\{"type":"([a-z_]+)","id":"([^"\\]*)","parentId":(?:null|"([^"\\]*)"),"timestamp":"([^"\\]*)"'
+    rb'(?:,"message":\{"role":"([A-Za-z_]+)")?'
 )
 # Small entries the store needs at load time (labels, names, compactions…): parse now.
 _LAZY_TYPES = frozenset({b"message"})
@@ -85,9 +86,10 @@ def parse_session_bytes(buf: bytes, *, header: dict[str, Any] | None = None, fir
         if end < size and buf[end - 1] == 0x7D and result.header is not None and end - pos < _LAZY_MAX_BYTES:
             m = match(buf, pos, end)
             if m is not None and m.group(1) == b"message":
-                eid, parent, ts = m.group(2, 3, 4)
+                eid, parent, ts, role = m.group(2, 3, 4, 5)
                 pid = parent.decode() if parent is not None else None
-                add(Entry(eid.decode(), pid, "message", ts.decode(), None, buf, pos, end, line_no))
+                add(Entry(eid.decode(), pid, "message", ts.decode(), None, buf, pos, end, line_no,
+                          role.decode() if role is not None else None))
                 pos = end + 1
                 continue
         start, stop = _trim(buf, pos, end)
@@ -113,7 +115,7 @@ def _read_line(buf: bytes, start: int, stop: int, line_no: int, last: bool, out:
         if out.header is None and not out.entries:
             out.warnings.append(Warning(line_no, "missing session header"))
             out.header_line = -1
-        parent = m.group(3)
+        parent, role = m.group(3, 5)
         out.entries.append(
             Entry(
                 m.group(2).decode(),
@@ -124,6 +126,7 @@ def _read_line(buf: bytes, start: int, stop: int, line_no: int, last: bool, out:
                 start=start,
                 end=stop,
                 line=line_no,
+                role=role.decode() if role is not None else None,
             )
         )
         return
