@@ -64,9 +64,18 @@ class Entry:
 
     @property
     def data(self) -> JsonDict:
-        """The full entry object, parsed on first use."""
+        """The full entry object, parsed on first use.
+
+        A lazily read line whose body turns out not to be JSON (its skeleton was)
+        becomes its skeleton alone: a ``message`` entry without a message, which
+        contributes nothing to a context (docs/deviations.md).
+        """
         if self._data is None:
-            parsed = loads(self.raw or b"{}")
+            try:
+                parsed = loads(self.raw or b"{}")
+            except ValueError:
+                parsed = {"type": self.type, "id": self.id, "parentId": self.parent_id, "timestamp": self.timestamp}
+                self._role = None
             self._data = parsed if isinstance(parsed, dict) else {}
         return self._data
 

@@ -75,7 +75,8 @@ def path_settings(path: Sequence[Entry]) -> tuple[Any, JsonDict | None]:
         kind = entry.type
         if kind == "thinking_level_change" and thinking is _UNSEEN:
             thinking = apply_settings(entry, None, None)[0]
-        elif model is _UNSEEN and (kind == "model_change" or (kind == "message" and entry.role == "assistant")):
+        elif model is _UNSEEN and (kind == "model_change" or (kind == "message" and entry.role == "assistant"
+                                                               and entry.message is not None)):
             model = apply_settings(entry, None, None)[1]
         elif thinking is not _UNSEEN and model is not _UNSEEN:
             break
@@ -89,8 +90,8 @@ def apply_settings(entry: Entry, thinking: Any, model: JsonDict | None) -> tuple
         return entry.data.get("thinkingLevel"), model
     if kind == "model_change":
         return thinking, _model(entry.data.get("provider"), entry.data.get("modelId"))
-    if kind == "message" and entry.role == "assistant":
-        message = entry.data["message"]
+    message = entry.message if kind == "message" and entry.role == "assistant" else None
+    if message is not None:
         return thinking, _model(message.get("provider"), message.get("model"))
     return thinking, model
 

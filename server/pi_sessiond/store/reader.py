@@ -77,13 +77,14 @@ def parse_session_bytes(buf: bytes, *, header: dict[str, Any] | None = None, fir
     result = ReadResult(header, [], [], len(buf), buf.endswith(b"\n"))
     pos, size, line_no = 0, len(buf), first_line - 1
     find, match, add = buf.find, _SKELETON.match, result.entries.append
+    have_header = header is not None
     while pos < size:
         end = find(b"\n", pos)
         if end < 0:
             end = size
         line_no += 1
         # Hot path: a complete, newline-terminated message line after the header.
-        if end < size and buf[end - 1] == 0x7D and result.header is not None and end - pos < _LAZY_MAX_BYTES:
+        if have_header and end < size and buf[end - 1] == 0x7D and end - pos < _LAZY_MAX_BYTES:
             m = match(buf, pos, end)
             if m is not None and m.group(1) == b"message":
                 eid, parent, ts, role = m.group(2, 3, 4, 5)
@@ -95,6 +96,7 @@ def parse_session_bytes(buf: bytes, *, header: dict[str, Any] | None = None, fir
         start, stop = _trim(buf, pos, end)
         if start < stop:
             _read_line(buf, start, stop, line_no, end == size, result)
+            have_header = result.header is not None
         pos = end + 1
     result.line_count = line_no - first_line + 1
     return result

@@ -46,11 +46,9 @@ class SessionTree:
     def _index_all(self, entries: list[Entry]) -> None:
         # Bulk version of add(): same result, a fraction of the per-entry cost.
         self.entries = list(entries)
-        by_id = self.by_id
-        for entry in entries:
-            by_id[entry.id] = entry
-            if entry.type != "message":
-                self._apply_meta(entry)
+        self.by_id = {entry.id: entry for entry in entries}  # a later duplicate wins
+        for entry in [e for e in entries if e.type != "message"]:
+            self._apply_meta(entry)
         self.leaf_id = entries[-1].id
 
     @property

@@ -62,3 +62,20 @@ def test_many_edits_of_random_targets_keep_the_live_context_exact(tmp_path: Path
         if i % 25 == 0 or i == 299:
             fresh = build_session_context(session.entries, session.leaf_id, session.tree.by_id)
             assert list(session.context().messages) == list(fresh.messages)
+
+
+def test_fix_a_message_line_whose_body_is_not_json_contributes_nothing(tmp_path: Path) -> None:
+    """Pi skips the line at load; we read only its skeleton at load, so it stays in the tree, without content."""
+    header = '{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}'
+    good = ('{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",'
+            '"message":{"role":"assistant","content":[],"provider":"p","model":"m","timestamp":1}}')
+    bad = ('{"type":"message","id":"b","parentId":"a","timestamp":"2026-01-01T00:00:02.000Z",'
+           '"message":{"role":"assistant",,"provider":"q","model":"n","timestamp":2}}')
+    path = tmp_path / "s.jsonl"
+    path.write_text(f"{header}\n{good}\n{bad}\n")
+    session = Session.open(path)
+    assert session.entry("b").role == "assistant"  # the skeleton's role, before the body is read
+    context = session.context()
+    assert [m["role"] for m in context.messages] == ["assistant"]
+    assert context.model == {"provider": "p", "modelId": "m"}  # the broken line sets nothing
+    assert session.entry("b").role is None and session.entry("b").message is None
