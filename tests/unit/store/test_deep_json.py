@@ -141,7 +141,7 @@ def test_fix_a_line_deeper_than_the_limit_is_skipped_with_a_warning_and_kept_byt
     assert len(reopened.warnings) == 2
 
 
-def test_a_deep_line_after_a_torn_write_is_parsed_in_a_fold_in(tmp_path: Path) -> None:
+def test_a_deep_line_another_program_appended_is_folded_in(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "s.jsonl", [user("a1", None, "hi")])
     session = Session.open(path)
     with path.open("a") as f:  # another program appends a deep line
