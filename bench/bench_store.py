@@ -1,4 +1,4 @@
-"""Session-store benchmark: pi-sessiond vs Pi 0.73.1 on the same generated files.
+"""Session-store benchmark: pi-sessiond vs Pi 1.6.0 on the same generated files.
 
     .venv/bin/python bench/bench_store.py                 # 1k and 10k entries
     .venv/bin/python bench/bench_store.py --full          # + 100k
@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 OUT = HERE / "out"
 PI_SCRIPT = HERE / "pi_store_bench.mjs"
-PI_PACKAGE = ROOT / "tests" / "parity" / "node_modules" / "@mariozechner" / "pi-coding-agent"
+PI_PACKAGE = ROOT / "tests" / "parity" / "node_modules" / "@earendil-works" / "pi-coding-agent"
 SHAPES = ("linear", "long")
 COMPACTION_EVERY = 2_000
 USER_ENTRY = {"type": "message", "message": {"role": "user", "content": "x", "timestamp": 0}}
@@ -43,6 +43,9 @@ METRICS = (
     ("open_context_ms", "open + context", "ms", ""),
     ("append_ctx_mean_ms", "append+context, mean/op", "ms", "<= 1 ms on both"),
     ("append_ctx_max_ms", "append+context, max/op", "ms", ""),
+    ("append_edit_ctx_mean_ms", "append+context_edit+context, mean/op", "ms", "<= 1 ms"),
+    ("append_edit_ctx_p50_ms", "append+context_edit+context, median/op", "ms", ""),
+    ("append_edit_ctx_max_ms", "append+context_edit+context, max/op", "ms", ""),
     ("max_rss_mb", "peak RSS", "MB", "ours <= Pi"),
 )
 
@@ -72,8 +75,21 @@ def worker(path: Path, iterations: int) -> None:
         session.append([USER_ENTRY])
         last = len(session.context().messages)
         per_op.append((time.perf_counter() - t) * 1e3)
+    edit_op: list[float] = []
+    edit_count = 0
+    for i in range(iterations):
+        t = time.perf_counter()
+        [added] = session.append([USER_ENTRY])
+        replacement = None if i % 2 else {"content": "edited"}
+        session.append([{"type": "context_edit", "targetId": added.id, "replacement": replacement}])
+        edit_count = len(session.context().messages)
+        edit_op.append((time.perf_counter() - t) * 1e3)
     print(json.dumps({
         "impl": "ours",
+        "edit_messages": edit_count,
+        "append_edit_ctx_mean_ms": statistics.fmean(edit_op) if edit_op else None,
+        "append_edit_ctx_p50_ms": statistics.median(edit_op) if edit_op else None,
+        "append_edit_ctx_max_ms": max(edit_op) if edit_op else None,
         "entries": entries,
         "contextMessages": len(ctx.messages),
         "finalMessages": last,
@@ -196,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         for shape in shapes:
             path = build_file(shape, entries)
             ours, pi = measure(path, args.iterations, args.repeat)
-            if ours["entries"] != pi["entries"] or ours["contextMessages"] != pi["contextMessages"]:
+            if any(ours[k] != pi[k] for k in ("entries", "contextMessages", "finalMessages", "edit_messages")):
                 print(f"# WARNING {path.name}: ours/Pi disagree on entries or context size", file=sys.stderr)
             rows.append({"shape": shape, "entries": ours["entries"], "file": str(path.relative_to(ROOT)),
                          "mb": path.stat().st_size / 1e6, "ours": ours, "pi": pi})

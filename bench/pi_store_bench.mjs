@@ -1,4 +1,4 @@
-// Pi 0.73.1 side of bench/bench_store.py: one session file, one fresh node process.
+// Pi 1.6.0 side of bench/bench_store.py: one session file, one fresh node process.
 //
 //   node bench/pi_store_bench.mjs FILE ITERATIONS
 //
@@ -6,6 +6,9 @@
 //   open      SessionManager.open(copy, tmpdir)
 //   context   buildSessionContext(sm.getEntries(), sm.getLeafId())  (once, after open)
 //   append    ITERATIONS x { sm.appendMessage(user "x"); sm.buildSessionContext() }
+//   edit      ITERATIONS x { id = sm.appendMessage(user "x");
+//                            sm.appendContextEdit(id, i odd ? null : {content: "edited"});
+//                            sm.buildSessionContext() }
 // and prints one JSON line. Pi keeps persisting: each append is an appendFileSync
 // to the temp copy (no fsync); that cost is inside the append numbers.
 // Nothing from Pi is copied here; it is imported from tests/parity/node_modules.
@@ -24,7 +27,7 @@ if (!file) {
 const iterations = Number(iterArg ?? 200);
 
 const here = dirname(fileURLToPath(import.meta.url));
-const dist = join(here, "..", "tests", "parity", "node_modules", "@mariozechner",
+const dist = join(here, "..", "tests", "parity", "node_modules", "@earendil-works",
   "pi-coding-agent", "dist", "core");
 const work = mkdtempSync(join(tmpdir(), "pi-bench-"));
 process.env.PI_CODING_AGENT_DIR = join(work, "agent");  // keep Pi away from ~/.pi
@@ -52,11 +55,22 @@ try {
     lastCount = sm.buildSessionContext().messages.length;
     perOp.push(performance.now() - t);
   }
+  const editOp = [];
+  let editCount = 0;
+  for (let i = 0; i < iterations; i++) {
+    t = performance.now();
+    const id = sm.appendMessage({ role: "user", content: "x", timestamp: 0 });
+    sm.appendContextEdit(id, i % 2 ? null : { content: "edited" });
+    editCount = sm.buildSessionContext().messages.length;
+    editOp.push(performance.now() - t);
+  }
   const sorted = [...perOp].sort((a, b) => a - b);
   const total = perOp.reduce((a, b) => a + b, 0);
+  const editSorted = [...editOp].sort((a, b) => a - b);
+  const editTotal = editOp.reduce((a, b) => a + b, 0);
   console.log(JSON.stringify({
     impl: "pi",
-    entries: sm.getEntries().length - iterations,
+    entries: sm.getEntries().length - 3 * iterations,
     contextMessages: ctx.messages.length,
     finalMessages: lastCount,
     open_ms: openMs,
@@ -64,6 +78,10 @@ try {
     append_ctx_mean_ms: iterations ? total / iterations : null,
     append_ctx_p50_ms: iterations ? sorted[Math.floor(iterations / 2)] : null,
     append_ctx_max_ms: iterations ? sorted[iterations - 1] : null,
+    edit_messages: editCount,
+    append_edit_ctx_mean_ms: iterations ? editTotal / iterations : null,
+    append_edit_ctx_p50_ms: iterations ? editSorted[Math.floor(iterations / 2)] : null,
+    append_edit_ctx_max_ms: iterations ? editSorted[iterations - 1] : null,
     rss_before_open_kb: Math.round(rssBefore / 1024),
     rss_end_kb: Math.round(process.memoryUsage().rss / 1024),
     max_rss_kb: process.resourceUsage().maxRSS,

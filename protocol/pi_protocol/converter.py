@@ -325,5 +325,47 @@ def structure(value: Any, cls: type[T]) -> T:
 
 
 def unstructure(value: Any) -> Any:
-    """Turn wire objects (and lists/dicts of them) into camelCase JSON data."""
-    return _unstructure(value)
+    """Turn wire objects (and lists/dicts of them) into camelCase JSON data, at any depth."""
+    try:
+        return _unstructure(value)
+    except RecursionError:  # JSON data nested deeper than the interpreter recurses
+        return _unstructure_deep(value)
+
+
+def _unstructure_deep(value: Any) -> Any:
+    """``_unstructure`` without recursion through lists and dicts (attrs objects still recurse)."""
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]  # (source, target container, key in it)
+    while stack:
+        src, target, key = stack.pop()
+        out: Any = src
+        if type(src) in _PRIMITIVES:
+            pass
+        elif attrs.has(type(src)):
+            out = _unstructure_attrs_deep(src, stack)
+        elif isinstance(src, list):
+            out = [None] * len(src)
+            stack.extend((v, out, i) for i, v in enumerate(src))
+        elif isinstance(src, dict):
+            out = dict.fromkeys(src)
+            stack.extend((v, out, k) for k, v in src.items())
+        target[key] = out
+    return root[0]
+
+
+def _unstructure_attrs_deep(value: Any, stack: list[tuple[Any, Any, Any]]) -> dict[str, Any]:
+    specs, has_extra = _specs(type(value))
+    out: dict[str, Any] = {}
+    for spec in specs:
+        v = getattr(value, spec.name)
+        if v is None and not spec.keep_null:
+            continue
+        out[spec.wire] = v
+        if not spec.raw:
+            stack.append((v, out, spec.wire))
+    if has_extra:
+        for k, v in value.extra.items():
+            if k not in out:
+                out[k] = v
+                stack.append((v, out, k))
+    return out

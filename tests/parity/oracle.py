@@ -25,6 +25,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from pi_sessiond.store.jsontext import dumps, loads
+
 PARITY_DIR = Path(__file__).resolve().parent
 PI073 = "0.73.1"
 PI16 = "1.6.0"
@@ -99,7 +101,7 @@ class PiOracle:
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
-            reply = self._roundtrip(json.dumps({"op": op, **params}, ensure_ascii=False))
+            reply = self._roundtrip(_encode({"op": op, **params}))
         if not reply.get("ok"):
             raise OracleError(f"{op}: {reply.get('error')}")
         return reply.get("result")
@@ -155,7 +157,10 @@ class PiOracle:
         if line is None:
             self._kill()
             raise OracleError(f"oracle exited; stderr: {self._stderr_tail()}")
-        reply: dict[str, Any] = json.loads(line)
+        try:
+            reply: dict[str, Any] = json.loads(line)
+        except RecursionError:  # nested deeper than the stdlib reads
+            reply = loads(line)
         return reply
 
     def _stderr_tail(self) -> str:
@@ -170,3 +175,10 @@ class PiOracle:
     def _drain(self, stream: Any) -> None:
         for line in stream:
             self._stderr.append(line)
+
+
+def _encode(request: dict[str, Any]) -> str:
+    try:
+        return json.dumps(request, ensure_ascii=False)
+    except RecursionError:  # nested deeper than the stdlib writes
+        return dumps(request).decode("utf-8")

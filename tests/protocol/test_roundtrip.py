@@ -81,3 +81,22 @@ def test_errors_name_the_field(data: dict[str, Any], message: str) -> None:
     with pytest.raises(StructureError) as info:
         structure(data, MessageEntry)
     assert str(info.value) == message
+
+
+def test_unstructure_of_data_nested_deeper_than_python_recurses_equals_the_shallow_rule() -> None:
+    from pi_protocol import unstructure
+    from pi_protocol.converter import _unstructure, _unstructure_deep
+    from pi_protocol.session import ContextResult, SessionWarning
+
+    shallow = ContextResult(messages=[{"role": "user", "content": [[1, {"a": None, "w": SessionWarning(line=2,
+                            message="m")}]]}], thinking_level="off", model=None, tokens=3)
+    assert _unstructure_deep(shallow) == _unstructure(shallow)
+    deep: object = "leaf"
+    for level in range(20_000):
+        deep = [deep] if level % 2 else {"k": deep}
+    result = unstructure(ContextResult(messages=[{"role": "user", "content": deep}], thinking_level="off",
+                                       model=None, tokens=1))
+    node, levels = result["messages"][0]["content"], 0
+    while not isinstance(node, str):
+        node, levels = (node["k"] if isinstance(node, dict) else node[0]), levels + 1
+    assert (node, levels) == ("leaf", 20_000)

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 import orjson
 
 from pi_sessiond.examples import example_path
+from pi_sessiond.store.deepjson import deep_dumps
 
 EXAMPLE_KEEP_RECENT = 6000  # the example's context is ~21k tokens: Pi's 20k default would keep it all
 
@@ -61,7 +62,11 @@ def session_path(args: argparse.Namespace, *, writes: bool = False) -> Path:
 def print_json(value: Any) -> None:
     """Write one JSON document (and a newline) to stdout."""
     sys.stdout.flush()
-    sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
+    try:
+        body = orjson.dumps(value)
+    except TypeError:  # nested deeper than orjson writes
+        body = deep_dumps(value).encode("utf-8")
+    sys.stdout.buffer.write(body + b"\n")
     sys.stdout.buffer.flush()
 
 

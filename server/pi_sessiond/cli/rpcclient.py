@@ -14,6 +14,9 @@ from typing import IO, Any
 
 import orjson
 
+from pi_sessiond.store.deepjson import deep_dumps
+from pi_sessiond.store.jsontext import loads
+
 
 class RpcError(Exception):
     """The daemon answered a request with an error object."""
@@ -45,7 +48,10 @@ class RpcClient:
         return cls(sock.makefile("rb"), sock.makefile("wb")), sock
 
     def send(self, message: dict[str, Any]) -> None:
-        body = orjson.dumps(message)
+        try:
+            body = orjson.dumps(message)
+        except TypeError:  # nested deeper than orjson writes
+            body = deep_dumps(message).encode("utf-8")
         self._writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         self._writer.flush()
 
@@ -83,5 +89,5 @@ class RpcClient:
                 length = int(value.strip())
         if length is None:
             raise EOFError("a frame without Content-Length")
-        message = orjson.loads(self._reader.read(length))
+        message = loads(self._reader.read(length))  # any depth the daemon writes
         return message if isinstance(message, dict) else {}

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -40,6 +40,7 @@ _ESCAPES = {
 # control character is escaped.
 _NEEDS_ESCAPE = re.compile('[\ud800-\udbff][\udc00-\udfff]|["\\\\\x00-\x1f\ud800-\udfff]')
 _INDEX_KEY = re.compile(r"0|[1-9][0-9]*")
+_DONE: Any = object()
 
 
 class _Undefined:
@@ -166,7 +167,40 @@ def _is_array_index(key: str) -> bool:
 
 
 def js_stringify(value: Any) -> str:
-    """``JSON.stringify(value)`` (compact) for JSON-shaped Python data."""
+    """``JSON.stringify(value)`` (compact) for JSON-shaped Python data, at any depth (no recursion)."""
+    parts: list[str] = []
+    stack: list[tuple[Iterator[Any], bool, list[int]]] = []  # items, is an object, items written
+    item = value
+    while True:
+        if isinstance(item, list | tuple):
+            parts.append("[")
+            stack.append((iter(item), False, [0]))
+        elif isinstance(item, dict):
+            parts.append("{")
+            stack.append((iter(js_object_items(item)), True, [0]))
+        else:
+            parts.append(_js_scalar(item))
+        while stack:
+            items, is_object, count = stack[-1]
+            nxt = next(items, _DONE)
+            if nxt is _DONE:
+                parts.append("}" if is_object else "]")
+                stack.pop()
+                continue
+            if count[0]:
+                parts.append(",")
+            count[0] += 1
+            if is_object:
+                parts.append(js_quote(str(nxt[0])) + ":")
+                item = nxt[1]
+            else:
+                item = nxt
+            break
+        else:
+            return "".join(parts)
+
+
+def _js_scalar(value: Any) -> str:
     if value is None or value is True or value is False:
         return "null" if value is None else ("true" if value else "false")
     if isinstance(value, str):
@@ -175,11 +209,6 @@ def js_stringify(value: Any) -> str:
         if isinstance(value, float) and not math.isfinite(value):
             return "null"
         return js_number(value)
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(js_stringify(v) for v in value) + "]"
-    if isinstance(value, dict):
-        pairs = (js_quote(str(k)) + ":" + js_stringify(v) for k, v in js_object_items(value))
-        return "{" + ",".join(pairs) + "}"
     return "null"
 
 

@@ -54,6 +54,8 @@ from pi_sessiond.rpc.jsonrpc import (
     max_in_flight,
     valid_id,
 )
+from pi_sessiond.store.deepjson import deep_dumps
+from pi_sessiond.store.jsontext import loads
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -83,8 +85,11 @@ class PiProtocol(LanguageServerProtocol):
         try:
             data = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            self._emit(error_reply(None, codes.PARSE_ERROR, f"Parse error: {exc}"))
-            return
+            try:  # deeper than orjson reads (1024 levels), or a lone surrogate
+                data = loads(body)
+            except ValueError:
+                self._emit(error_reply(None, codes.PARSE_ERROR, f"Parse error: {exc}"))
+                return
         if not isinstance(data, list):
             self._receive_one(data, None)
             return
@@ -200,7 +205,7 @@ class PiProtocol(LanguageServerProtocol):
             logger.debug("connection closed; dropped an outgoing message")
             return
         try:
-            body = orjson.dumps(obj, default=self._default, option=_JSON_OPTIONS)
+            body = self._encode(obj)
         except TypeError as exc:
             if not isinstance(obj, dict) or "method" in obj or "id" not in obj:
                 logger.error("cannot serialise an outgoing message: %s", exc)
@@ -208,6 +213,13 @@ class PiProtocol(LanguageServerProtocol):
             logger.error("cannot serialise the result of request %r: %s", obj["id"], exc)
             body = orjson.dumps(error_reply(obj["id"], codes.INTERNAL_ERROR, "Internal error: unserialisable result"))
         sink.send(body)
+
+    def _encode(self, obj: Any) -> bytes:
+        """orjson; values nested deeper than orjson writes (255) take the iterative writer."""
+        try:
+            return orjson.dumps(obj, default=self._default, option=_JSON_OPTIONS)
+        except TypeError:
+            return deep_dumps(obj, default=self._default).encode("utf-8")
 
     def _default(self, value: Any) -> Any:
         if hasattr(value, "__attrs_attrs__"):

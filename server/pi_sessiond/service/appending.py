@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from pi_protocol import ENTRY_TYPES, StructureError, methods, structure, unstructure
 from pi_protocol.params import AppendParams
 from pi_protocol.results import AppendResult, SessionChanged
@@ -35,6 +33,7 @@ from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.service.stats import leaf_context_tokens, projected_context_tokens, usage_is_fresh
 from pi_sessiond.settings import compaction_for
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.jsontext import dumps
 from pi_sessiond.store.session import Session
 
 JsonDict = dict[str, Any]
@@ -81,7 +80,7 @@ def validate_entries(entries: Sequence[Any], max_bytes: int) -> list[JsonDict]:
                 row = unstructure(structure(raw, cls))
             except StructureError as exc:
                 raise InvalidParams(str(exc.at(index).at("entries"))) from exc
-        size = len(orjson.dumps(row))
+        size = len(dumps(row))
         if size > max_bytes:
             raise TooLarge(f"entries.{index}: {size} bytes is above daemon.maxMessageBytes ({max_bytes})",
                            data={"index": index, "bytes": size, "limit": max_bytes})

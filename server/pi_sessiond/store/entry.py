@@ -2,10 +2,12 @@
 
 Invariant: ``data`` is the entry exactly as Pi writes it (camelCase keys, Pi's
 key order, unknown fields kept). The skeleton fields (``id``, ``parent_id``,
-``type``, ``timestamp``) are read at load time; the full JSON object is parsed
-lazily from the file's bytes on first access, so opening a huge file only pays
-for the skeleton. ``raw`` is the original line while the entry is unchanged,
-so an untouched line is written back byte-identical.
+``type``, ``timestamp``, and a message's ``role`` when it is the message's
+first key, as Pi writes it) are read at load time; the full JSON object is
+parsed lazily from the file's bytes on first access, so opening a huge file
+only pays for the skeleton, and a context only for the entries it contains.
+``raw`` is the original line while the entry is unchanged, so an untouched
+line is written back byte-identical.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ JsonDict = dict[str, Any]
 class Entry:
     """A non-header line of a session file."""
 
-    __slots__ = ("_data", "_end", "_src", "_start", "id", "line", "parent_id", "timestamp", "type")
+    __slots__ = ("_data", "_end", "_role", "_src", "_start", "id", "line", "parent_id", "timestamp", "type")
 
     def __init__(
         self,
@@ -33,6 +35,7 @@ class Entry:
         start: int = 0,
         end: int = 0,
         line: int = 0,
+        role: str | None = None,
     ) -> None:
         self.id = id
         self.parent_id = parent_id
@@ -43,6 +46,7 @@ class Entry:
         self._start = start
         self._end = end
         self.line = line
+        self._role = role  # read with the skeleton (the message's first key), until data is parsed
 
     @classmethod
     def from_data(cls, data: JsonDict, *, line: int = 0) -> Entry:
@@ -60,9 +64,18 @@ class Entry:
 
     @property
     def data(self) -> JsonDict:
-        """The full entry object, parsed on first use."""
+        """The full entry object, parsed on first use.
+
+        A lazily read line whose body turns out not to be JSON (its skeleton was)
+        becomes its skeleton alone: a ``message`` entry without a message, which
+        contributes nothing to a context (docs/deviations.md).
+        """
         if self._data is None:
-            parsed = loads(self.raw or b"{}")
+            try:
+                parsed = loads(self.raw or b"{}")
+            except ValueError:
+                parsed = {"type": self.type, "id": self.id, "parentId": self.parent_id, "timestamp": self.timestamp}
+                self._role = None
             self._data = parsed if isinstance(parsed, dict) else {}
         return self._data
 
@@ -88,7 +101,9 @@ class Entry:
 
     @property
     def role(self) -> str | None:
-        """The role of a ``message`` entry's message, else ``None``."""
+        """The role of a ``message`` entry's message, else ``None`` (no parse when the skeleton had it)."""
+        if self._role is not None and self._data is None:
+            return self._role
         msg = self.message
         role = msg.get("role") if msg is not None else None
         return role if isinstance(role, str) else None

@@ -3,67 +3,65 @@
 Pi writes ``JSON.stringify(entry)``: compact, keys in insertion order, UTF-8,
 lone surrogates escaped as ``\\udXXX``, numbers as ``Number.prototype.toString``
 prints them. orjson matches that except for some floats (``3e-6`` where JS
-writes ``0.000003``, ``1.0`` where JS writes ``1``), which are re-rendered, and
-lone surrogates, which orjson refuses and the stdlib path handles.
+writes ``0.000003``, ``1.0`` where JS writes ``1``), which are re-rendered.
+
+Depth: orjson reads 1024 levels and writes 255. Deeper values, and lone
+surrogates (which orjson refuses), take the iterative path of
+:mod:`pi_sessiond.store.deepjson`, which reads up to ``MAX_DEPTH`` levels
+(deeper raises :class:`TooDeepError`, a ``ValueError``) and writes any depth.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from decimal import Decimal
 from typing import Any
 
 import orjson
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+from pi_sessiond.store.deepjson import MAX_DEPTH, TooDeepError, deep_dumps, deep_loads, js_number
+
+__all__ = ["MAX_DEPTH", "TooDeepError", "dumps", "js_number", "loads"]
+
 # Output where orjson may have printed a float unlike JavaScript (an exponent or
 # a ".0"). May also match inside strings; then the exact path just runs for nothing.
 _ODD_FLOAT = re.compile(rb"[:,\[]-?\d+(?:\.\d+)?e|[:,\[]-?\d+\.0[,}\]]")
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse one JSON value; accepts lone surrogate escapes as JavaScript does."""
+    """Parse one JSON value; accepts lone surrogate escapes as JavaScript does.
+
+    Raises ``ValueError`` (``UnicodeDecodeError``, ``TooDeepError`` included)
+    for anything that is not one JSON value nested at most ``MAX_DEPTH`` deep.
+    """
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         if isinstance(data, bytes):
             data = data.decode("utf-8")
-        return json.loads(data)
+        try:
+            return json.loads(data, parse_constant=_refuse_constant)
+        except RecursionError:
+            return deep_loads(data)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # JSON.parse refuses NaN and Infinity too
 
 
 def dumps(value: Any) -> bytes:
-    """Serialize like ``JSON.stringify`` (no trailing newline)."""
+    """Serialize like ``JSON.stringify`` (no trailing newline), at any depth."""
     try:
         out = orjson.dumps(value)
-    except TypeError:
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-        escaped = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-        return escaped.encode("utf-8")
+    except TypeError:  # too deep, a lone surrogate, or not JSON at all
+        return deep_dumps(value).encode("utf-8")
     if _ODD_FLOAT.search(out):
         out = orjson.dumps(_js_floats(value))
     return out
 
 
-def js_number(value: float) -> str:
-    """A finite float exactly as JavaScript's ``Number.prototype.toString``."""
-    if value == 0:
-        return "0"
-    sign, digits, exp = Decimal(repr(value)).normalize().as_tuple()
-    text, k = "".join(map(str, digits)), len(digits)
-    n = k + int(exp)
-    if k <= n <= 21:
-        text += "0" * (n - k)
-    elif 0 < n <= 21:
-        text = f"{text[:n]}.{text[n:]}"
-    elif -6 < n <= 0:
-        text = "0." + "0" * -n + text
-    else:
-        text = f"{text[0]}{'.' + text[1:] if k > 1 else ''}e{'+' if n > 0 else '-'}{abs(n - 1)}"
-    return ("-" if sign else "") + text
-
-
 def _js_floats(value: Any) -> Any:
+    # Only called on values orjson could write, so at most 255 levels deep.
     if isinstance(value, float):
         return orjson.Fragment(js_number(value))
     if isinstance(value, dict):

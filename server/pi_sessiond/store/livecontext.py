@@ -161,8 +161,11 @@ class LiveContext:
         return sum(delta for first, delta in self._shifts if first <= index)
 
     def _fold_shifts(self) -> None:
-        position = 0
-        for i, projected in enumerate(self._entries):
+        # Entries before the first shifted one keep their starts: only the tail is renumbered,
+        # so edits near the leaf (the usual case) cost O(entries after the edit), not O(context).
+        first = min(index for index, _ in self._shifts)
+        position = self._starts[first - 1] + len(self._entries[first - 1].messages) if first > 0 else 0
+        for i in range(first, len(self._entries)):
             self._starts[i] = position
-            position += len(projected.messages)
+            position += len(self._entries[i].messages)
         self._shifts = []

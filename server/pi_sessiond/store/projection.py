@@ -32,6 +32,7 @@ from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.kinds import EDITABLE_ROLES, entry_messages
 
 JsonDict = dict[str, Any]
+_UNSEEN: Any = object()
 
 
 @attrs.frozen
@@ -63,12 +64,23 @@ class Projection:
 
 
 def path_settings(path: Sequence[Entry]) -> tuple[Any, JsonDict | None]:
-    """``(thinkingLevel, model)`` of a path, as ``getSessionContextSettings``."""
-    thinking: Any = "off"
-    model: JsonDict | None = None
-    for entry in path:
-        thinking, model = apply_settings(entry, thinking, model)
-    return thinking, model
+    """``(thinkingLevel, model)`` of a path, as ``getSessionContextSettings``.
+
+    Each setting is the latest entry that sets it, so the path is read from the
+    leaf back and only those entries are parsed (roles come from the skeleton).
+    """
+    thinking: Any = _UNSEEN
+    model: Any = _UNSEEN
+    for entry in reversed(path):
+        kind = entry.type
+        if kind == "thinking_level_change" and thinking is _UNSEEN:
+            thinking = apply_settings(entry, None, None)[0]
+        elif model is _UNSEEN and (kind == "model_change" or (kind == "message" and entry.role == "assistant"
+                                                               and entry.message is not None)):
+            model = apply_settings(entry, None, None)[1]
+        elif thinking is not _UNSEEN and model is not _UNSEEN:
+            break
+    return ("off" if thinking is _UNSEEN else thinking), (None if model is _UNSEEN else model)
 
 
 def apply_settings(entry: Entry, thinking: Any, model: JsonDict | None) -> tuple[Any, JsonDict | None]:
@@ -78,8 +90,8 @@ def apply_settings(entry: Entry, thinking: Any, model: JsonDict | None) -> tuple
         return entry.data.get("thinkingLevel"), model
     if kind == "model_change":
         return thinking, _model(entry.data.get("provider"), entry.data.get("modelId"))
-    if kind == "message" and entry.role == "assistant":
-        message = entry.data["message"]
+    message = entry.message if kind == "message" and entry.role == "assistant" else None
+    if message is not None:
         return thinking, _model(message.get("provider"), message.get("model"))
     return thinking, model
 
@@ -89,21 +101,24 @@ def _model(provider: Any, model_id: Any) -> JsonDict:
 
 
 def context_entries(path: Sequence[Entry]) -> list[Entry]:
-    """Pi's ``buildContextEntries`` over a path (step 2 of the module docstring)."""
-    latest: Entry | None = None
-    for entry in path:
-        if entry.type == "compaction":
-            latest = entry
-    if latest is None:
+    """Pi's ``buildContextEntries`` over a path (step 2 of the module docstring).
+
+    Read from the leaf back (ids on a path are unique): only the kept range's
+    roles are looked at, so entries summarized away are never parsed.
+    """
+    at = len(path) - 1
+    while at >= 0 and path[at].type != "compaction":
+        at -= 1
+    if at < 0:
         return list(path)
-    at = next(i for i, e in enumerate(path) if e.id == latest.id)
+    latest = path[at]
     first_kept = latest.data.get("firstKeptEntryId")
+    start = at - 1
+    while start >= 0 and path[start].id != first_kept:
+        start -= 1
     selected = [latest]
-    found = False
-    for entry in path[:at]:
-        found = found or entry.id == first_kept
-        if found and not (entry.type == "message" and entry.role == "system"):
-            selected.append(entry)
+    if start >= 0:
+        selected.extend(e for e in path[start:at] if not (e.type == "message" and e.role == "system"))
     selected.extend(path[at + 1 :])
     return selected
 

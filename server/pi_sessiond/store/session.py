@@ -72,6 +72,7 @@ class Session:
         self._live = LiveContext(tree)
         self._guard = FileGuard(path) if path is not None else None
         self._lines = 0
+        self._kept: list[tuple[Entry | None, bytes]] = []  # too-deep lines, copied as they are on a rewrite
         self.source_version = CURRENT_VERSION  # the format version the file had on disk
 
     # ----------------------------------------------------------------- create
@@ -94,6 +95,7 @@ class Session:
             header = result.header if result.header is not None else _placeholder_header()
             session = cls(header, SessionTree(result.entries), path)
         session.warnings = list(result.warnings)
+        session._kept = result.kept
         session._on_disk = result.size > 0
         session._needs_rewrite = migrated
         session._needs_newline = result.size > 0 and not result.ends_with_newline
@@ -354,11 +356,20 @@ class Session:
             self._guard.rewrote()
 
     def render(self, extra: list[Entry] | None = None) -> bytes:
-        """The whole file as it should be on disk now (plus ``extra`` entries)."""
-        parts = [dumps(self.header) + b"\n"]
+        """The whole file as it should be on disk now (plus ``extra`` entries).
+
+        Lines skipped for their depth are copied as they were, after the entry
+        they followed (reader.py): a rewrite never drops them.
+        """
+        kept: dict[int, list[bytes]] = {}
+        for after, line in self._kept:
+            kept.setdefault(id(after), []).append(line + b"\n")
+        parts = [dumps(self.header) + b"\n", *kept.pop(id(None), ())]
         for entry in (*self.entries, *(extra or ())):
             raw = entry.raw
             parts.append((raw if raw is not None else dumps(entry.data)) + b"\n")
+            parts.extend(kept.pop(id(entry), ()))
+        parts.extend(line for lines in kept.values() for line in lines)  # their entry was dropped
         return b"".join(parts)
 
 

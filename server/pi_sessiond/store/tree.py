@@ -46,11 +46,9 @@ class SessionTree:
     def _index_all(self, entries: list[Entry]) -> None:
         # Bulk version of add(): same result, a fraction of the per-entry cost.
         self.entries = list(entries)
-        by_id = self.by_id
-        for entry in entries:
-            by_id[entry.id] = entry
-            if entry.type != "message":
-                self._apply_meta(entry)
+        self.by_id = {entry.id: entry for entry in entries}  # a later duplicate wins
+        for entry in [e for e in entries if e.type != "message"]:
+            self._apply_meta(entry)
         self.leaf_id = entries[-1].id
 
     @property
@@ -125,7 +123,16 @@ class SessionTree:
     def path(self, entry_id: str | None = None) -> list[Entry]:
         """Root -> ``entry_id`` (default: the leaf), inclusive; ``[]`` if unknown."""
         target = self.leaf_id if entry_id is None else entry_id
-        up = list(self.iter_up(target))
+        by_id, limit = self.by_id, len(self.by_id)
+        up: list[Entry] = []
+        current = by_id.get(target) if target is not None else None
+        while current is not None:  # tight loop; a path longer than the tree means a cycle
+            up.append(current)
+            if len(up) > limit:
+                up = list(self.iter_up(target))
+                break
+            parent = current.parent_id
+            current = by_id.get(parent) if parent else None
         up.reverse()
         return up
 

@@ -1,0 +1,120 @@
+"""Open + first context through the daemon vs Pi 1.6.0's SessionManager.open + buildSessionContext.
+
+    .venv/bin/python bench/bench_open.py                      # long-100000 (~1-2 min)
+    .venv/bin/python bench/bench_open.py --entries 10000 --repeat 5 --json bench/out/open.json
+
+The file is ``bench_store.build_file("long", N)``: a compaction every 2000 entries,
+so the newest compaction keeps the last ~2k entries (the context of the 100k
+file is 1,660 messages). Every measurement is a fresh process:
+
+* ours: ``python -m pi_sessiond serve`` on stdio; after ``initialize`` (not timed:
+  that is the daemon's start), the time from sending ``pi/openSession`` to having
+  parsed the ``pi/getContext`` reply on the client (``cli/rpcclient.py``; one
+  ``pi/estimateTokens`` before it waits for the service's deferred start), i.e.
+  the file read, the skeleton index, the context and both replies on the wire;
+* Pi: ``node bench/pi_open_bench.mjs FILE``, ``SessionManager.open(copy, dir)``
+  then ``buildSessionContext(sm.getEntries(), sm.getLeafId())`` in one process.
+
+Peak memory is each process's ``ru_maxrss`` (``os.wait4``; for ours the daemon,
+not the client). Goals (issue 12): ours <= 0.1x Pi in time, peak RSS <= Pi's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_store import PI_PACKAGE, ROOT, build_file, fmt
+
+HERE = Path(__file__).resolve().parent
+PI_SCRIPT = HERE / "pi_open_bench.mjs"
+GOALS = {"open_context_ms": "ours <= 0.1x Pi", "max_rss_mb": "ours <= Pi"}
+
+
+def ours(path: Path) -> dict[str, Any]:
+    """One fresh daemon: open + getContext over stdio, timed on the client."""
+    from pi_sessiond.cli.rpcclient import RpcClient
+
+    client, proc = RpcClient.spawn([sys.executable, "-m", "pi_sessiond", "serve"])
+    try:
+        client.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+        client.notify("initialized", {})
+        client.request("pi/estimateTokens", {"text": "warm-up"})  # waits for the deferred service start
+        t = time.perf_counter()
+        opened = client.request("pi/openSession", {"path": str(path)})
+        t_open = time.perf_counter()
+        context = client.request("pi/getContext", {"sessionId": opened["sessionId"]})
+        t_context = time.perf_counter()
+        client.request("shutdown")
+        client.notify("exit")
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) not in (0, -15):
+        raise RuntimeError(f"daemon exited with {status}")
+    return {"entries": opened["entryCount"], "contextMessages": len(context["messages"]),
+            "open_ms": (t_open - t) * 1e3, "context_ms": (t_context - t_open) * 1e3,
+            "open_context_ms": (t_context - t) * 1e3, "max_rss_mb": usage.ru_maxrss / 1024}
+
+
+def pi(path: Path) -> dict[str, Any]:
+    proc = subprocess.Popen(["node", str(PI_SCRIPT), str(path)], stdout=subprocess.PIPE, cwd=ROOT)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError("pi_open_bench.mjs failed")
+    result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    result["max_rss_mb"] = usage.ru_maxrss / 1024
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--entries", type=int, default=100_000, help="entries of the long file (default 100000)")
+    parser.add_argument("--repeat", type=int, default=3, help="fresh process pairs; medians (default 3)")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    if not (PI_PACKAGE / "package.json").exists():
+        parser.error("needs Pi: run `npm ci --prefix tests/parity` first")
+    path = build_file("long", args.entries)
+    command = shlex.join([".venv/bin/python", "bench/bench_open.py", *(sys.argv[1:] if argv is None else argv)])
+    pi_version = json.loads((PI_PACKAGE / "package.json").read_text())["version"]
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+    load = os.getloadavg()[0]
+    print(f"$ {command}")
+    print(f"# python {platform.python_version()}, node {node}, Pi {pi_version}, {os.cpu_count()} cpus, "
+          f"load {load:.1f}; {path.name} ({path.stat().st_size / 1e6:.1f} MB), repeat={args.repeat} (medians)")
+    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "pi": []}
+    for _ in range(args.repeat):  # interleaved, so drift hits both sides alike
+        runs["ours"].append(ours(path))
+        runs["pi"].append(pi(path))
+    med = {side: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for side, rs in runs.items()}
+    if med["ours"]["contextMessages"] != med["pi"]["contextMessages"]:
+        print("# WARNING: ours and Pi disagree on the context size", file=sys.stderr)
+    print("| metric | ours | Pi | ours/Pi | goal |")
+    print("|---|---:|---:|---:|---|")
+    for key, label in (("open_ms", "open (ms)"), ("context_ms", "first context (ms)"),
+                       ("open_context_ms", "open + context (ms)"), ("max_rss_mb", "peak RSS (MB)")):
+        a, b = med["ours"][key], med["pi"][key]
+        print(f"| {label} | {fmt(a)} | {fmt(b)} | {a / b:.2f} | {GOALS.get(key, '')} |")
+    print(f"# context messages: ours {med['ours']['contextMessages']:.0f}, Pi {med['pi']['contextMessages']:.0f}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"command": command, "load": load, "runs": runs, "medians": med},
+                                        indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
