@@ -112,20 +112,34 @@ class RetrySettings:
 
 @attrs.frozen(kw_only=True)
 class DaemonSettings:
-    """``daemon.*``: limits and durability of the daemon itself."""
+    """``daemon.*``: limits and durability of the daemon itself (global-only: a project file cannot set them).
+
+    ``max_batch_items`` caps the items of one JSON-RPC batch; the replies of a
+    batch together stay under ``max_message_bytes``. ``max_connections`` and
+    ``idle_connection_seconds`` are read by the TCP, WebSocket and Unix listeners.
+    """
 
     hook_timeout_seconds: float | None = setting(30, above=0)
     review_timeout_seconds: float | None = setting(None, above=0)
     fsync: Fsync = setting("always")
     max_message_bytes: int = setting(64 * 1024 * 1024, above=0)
     max_concurrent_summaries: int = setting(4, above=0)
+    max_batch_items: int = setting(1000, above=0)
+    max_connections: int = setting(64, above=0)
+    idle_connection_seconds: float = setting(600, above=0)
 
 
 @attrs.frozen(kw_only=True)
 class SecuritySettings:
-    """``security.*``."""
+    """``security.*`` (global-only, like ``daemon.*``).
+
+    ``allow_wire_api_key_env``: over a network transport (TCP, WebSocket) a client
+    may set ``summarizer.apiKeyEnv``, ``baseUrl`` and ``headers`` only when this is
+    true in the global settings file; stdio clients always may.
+    """
 
     allow_project_summarizer_settings: bool = setting(False)
+    allow_wire_api_key_env: bool = setting(False)
 
 
 @attrs.frozen(kw_only=True)

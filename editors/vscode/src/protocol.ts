@@ -645,10 +645,14 @@ export interface DaemonSettings {
   fsync: "always" | "never";
   maxMessageBytes?: number;
   maxConcurrentSummaries?: number;
+  maxBatchItems?: number;
+  maxConnections?: number;
+  idleConnectionSeconds?: number;
 }
 
 export interface SecuritySettings {
   allowProjectSummarizerSettings?: boolean;
+  allowWireApiKeyEnv?: boolean;
 }
 
 export interface Settings {
