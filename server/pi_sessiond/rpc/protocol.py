@@ -75,6 +75,8 @@ class PiProtocol(LanguageServerProtocol):
         self._batches: dict[Any, Batch] = {}
         self._plain_handlers: dict[Any, bool] = {}
         self.max_in_flight = max_in_flight()
+        #: ``(daemon.maxBatchItems, daemon.maxMessageBytes)`` in force; the server sets it.
+        self.batch_limits: Callable[[], tuple[int, int]] = lambda: (1000, 64 * 1024 * 1024)
 
     # ----------------------------------------------------------------- input
 
@@ -91,7 +93,13 @@ class PiProtocol(LanguageServerProtocol):
         if not data:
             self._emit(error_reply(None, codes.INVALID_REQUEST, "Invalid request: empty batch"))
             return
-        batch = Batch(self._write)
+        items, reply_cap = self.batch_limits()
+        if len(data) > items:
+            message = f"Batch too large: {len(data)} items (daemon.maxBatchItems is {items}); nothing was run"
+            error = reason_error("tooLarge", message, {"items": len(data), "limit": items})
+            self._emit(error_reply(None, error.code, error.message, error.data))
+            return
+        batch = Batch(self._write_body, self._encode, reply_cap, self._reply_too_large(reply_cap))
         for item in data:
             self._receive_one(item, batch)
         batch.seal()
@@ -195,19 +203,36 @@ class PiProtocol(LanguageServerProtocol):
         self._write(obj)
 
     def _write(self, obj: Any) -> None:
+        body = self._encode(obj)
+        if body is not None:
+            self._write_body(body)
+
+    def _write_body(self, body: bytes) -> None:
         sink = self.sink
         if sink is None or sink.closed:
             logger.debug("connection closed; dropped an outgoing message")
             return
+        sink.send(body)
+
+    def _encode(self, obj: Any) -> bytes | None:
+        """``obj`` as JSON; a result that cannot be serialised becomes its request's error (``None``: dropped)."""
         try:
-            body = orjson.dumps(obj, default=self._default, option=_JSON_OPTIONS)
+            return orjson.dumps(obj, default=self._default, option=_JSON_OPTIONS)
         except TypeError as exc:
             if not isinstance(obj, dict) or "method" in obj or "id" not in obj:
                 logger.error("cannot serialise an outgoing message: %s", exc)
-                return
+                return None
             logger.error("cannot serialise the result of request %r: %s", obj["id"], exc)
-            body = orjson.dumps(error_reply(obj["id"], codes.INTERNAL_ERROR, "Internal error: unserialisable result"))
-        sink.send(body)
+            return orjson.dumps(error_reply(obj["id"], codes.INTERNAL_ERROR, "Internal error: unserialisable result"))
+
+    @staticmethod
+    def _reply_too_large(cap: int) -> Callable[[Any], bytes]:
+        def reply(msg_id: Any) -> bytes:
+            message = f"Reply too large: the batch's replies would pass {cap} bytes (daemon.maxMessageBytes)"
+            error = reason_error("tooLarge", message, {"limit": cap})
+            return orjson.dumps(error_reply(msg_id, error.code, error.message, error.data))
+
+        return reply
 
     def _default(self, value: Any) -> Any:
         if hasattr(value, "__attrs_attrs__"):

@@ -124,6 +124,10 @@ class Daemon:
         """``daemon.maxMessageBytes`` daemon-wide (default < global < initialize): the framing limit."""
         return self.core.settings.settings().daemon.max_message_bytes
 
+    def max_batch_items(self) -> int:
+        """``daemon.maxBatchItems`` daemon-wide: the items one JSON-RPC batch may hold."""
+        return self.core.settings.settings().daemon.max_batch_items
+
     def _get(self, session_id: str) -> OpenSession:
         return self.core.registry.get(session_id)
 
