@@ -402,6 +402,7 @@ export interface UpdateSettingsParams {
 export interface InitializationOptions {
   settings?: Record<string, unknown> | null;
   sessionsDir?: string | null;
+  secret?: string | null;
   [key: string]: unknown;
 }
 

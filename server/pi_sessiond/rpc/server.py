@@ -182,6 +182,10 @@ class PiServer(LanguageServer):
         if pending:
             await asyncio.wait(pending, timeout=grace)
 
+    def busy(self) -> bool:
+        """Whether a request or handler of this connection is still running."""
+        return bool(self.protocol.in_flight())
+
     async def aclose(self) -> None:
         pending = self.protocol.in_flight()
         for future in pending:

@@ -79,9 +79,13 @@ class Daemon:
         sessions_dir: Path | None = None,
         summarizer_factory: SummarizerFactory = make_summarizer,
         progress: ProgressFactory | None = None,
+        network_client: bool = False,
     ) -> None:
-        """``progress`` makes the bars of background auto-compactions (none when ``None``)."""
-        settings = SettingsStore()
+        """``progress`` makes the bars of background auto-compactions (none when ``None``).
+
+        ``network_client``: the client is on TCP or WebSocket (see :class:`SettingsStore`).
+        """
+        settings = SettingsStore(network_client=network_client)
         self.core = Core(
             events=events,
             hooks=hooks,

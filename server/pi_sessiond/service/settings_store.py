@@ -74,10 +74,21 @@ class _CachedFile:
         return self._data
 
 
-class SettingsStore:
-    """All settings layers; :meth:`settings` merges them for one session (or none)."""
+#: ``summarizer.*`` keys a network client (TCP, WebSocket) may set only with ``security.allowWireApiKeyEnv``.
+WIRE_GUARDED = ("apiKeyEnv", "baseUrl", "headers")
 
-    def __init__(self, initialize: Mapping[str, Any] | None = None) -> None:
+
+class SettingsStore:
+    """All settings layers; :meth:`settings` merges them for one session (or none).
+
+    ``network_client``: the layers a client sends come over TCP or WebSocket, so
+    they may not name the key's variable, redirect the summarizer or add
+    headers (:data:`WIRE_GUARDED`) unless the global file sets
+    ``security.allowWireApiKeyEnv`` (a stdio client was launched by the user).
+    """
+
+    def __init__(self, initialize: Mapping[str, Any] | None = None, *, network_client: bool = False) -> None:
+        self._network_client = network_client
         self._initialize: JsonDict = dict(initialize or {})
         self._sessions: dict[str, JsonDict] = {}
         self._files: dict[Path, _CachedFile] = {}
@@ -91,17 +102,34 @@ class SettingsStore:
     def set_initialize(self, settings: Mapping[str, Any] | None) -> None:
         """Replace the initialize layer (``initializationOptions.settings`` or a configuration change)."""
         _refuse_invalid(settings or {})
+        self._refuse_over_wire(settings or {})
         self._initialize = dict(settings or {})
         self._changed()
 
     def update(self, settings: Mapping[str, Any], session_id: str | None = None) -> None:
         """Merge a partial update into the session layer of ``session_id`` (or the initialize layer)."""
         _refuse_invalid(settings)
+        self._refuse_over_wire(settings)
         if session_id is None:
             self._initialize = merge(self._initialize, settings)
         else:
             self._sessions[session_id] = merge(self._sessions.get(session_id, {}), settings)
         self._changed()
+
+    def _refuse_over_wire(self, settings: Mapping[str, Any]) -> None:
+        """:class:`InvalidParams` when a network client sets a :data:`WIRE_GUARDED` key without the global right."""
+        summarizer = settings.get("summarizer")
+        if not self._network_client or not isinstance(summarizer, Mapping):
+            return
+        named = [key for key in WIRE_GUARDED if key in summarizer]
+        if not named:
+            return
+        below = resolve([DEFAULT_LAYER, Layer("global", self._read(self._global_path))])
+        if not below.settings.security.allow_wire_api_key_env:
+            raise InvalidParams(
+                f"settings.summarizer.{named[0]}: may not be set over a network connection unless "
+                "security.allowWireApiKeyEnv is true in the global settings file"
+            )
 
     def forget(self, session_id: str) -> None:
         """Drop a closed session's layer."""
