@@ -48,6 +48,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_MESSAGE_BYTES = DEFAULT_SETTINGS.daemon.max_message_bytes
 HEADER_LINE_LIMIT = 64 * 1024
 PREAUTH_MAX_BYTES = 1024 * 1024  # the first message of a connection that must authenticate
+PREAUTH_SECONDS = 10.0  # ... and the time it has to send it (a silent flood frees its slots soon)
 _READ_CHUNK = 256 * 1024
 EOF_GRACE_SECONDS = 30.0  # at end of input, requests in flight get this long to finish and answer
 SNIFF_BYTES = 4096
@@ -269,7 +270,7 @@ async def serve_connection(
     try:
         while not stopped.is_set():
             await sink.drain()
-            chunk = await _read(reader, endpoint, gate.idle_seconds if gate is not None else None)
+            chunk = await _read(reader, endpoint, idle_limit(gate, pending_auth[0]))
             if not chunk:
                 parser.eof()
                 logger.info("end of input: requests in flight get up to %.0f s to finish", EOF_GRACE_SECONDS)
@@ -301,6 +302,13 @@ async def serve_connection(
         await endpoint.aclose()
         await sink.close()
     return endpoint.exit_code if endpoint.exit_code is not None else code
+
+
+def idle_limit(gate: Admission | None, pending_auth: bool) -> float | None:
+    """How long a connection may stay silent: the gate's idle timeout, shorter before it authenticated."""
+    if gate is None:
+        return None
+    return min(gate.idle_seconds, PREAUTH_SECONDS) if pending_auth else gate.idle_seconds
 
 
 async def _read(reader: asyncio.StreamReader, endpoint: Endpoint, idle: float | None) -> bytes:

@@ -18,7 +18,15 @@ from collections.abc import Callable, Collection
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from pi_sessiond.transport import DEFAULT_MAX_MESSAGE_BYTES, SNIFF_BYTES, Admission, Endpoint, IdleTimeout, sniff_id
+from pi_sessiond.transport import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    SNIFF_BYTES,
+    Admission,
+    Endpoint,
+    IdleTimeout,
+    idle_limit,
+    sniff_id,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +111,7 @@ async def _serve(websocket: Any, endpoint: Endpoint, gate: Admission | None) -> 
     pending = gate is not None and gate.needs_secret and not gate.token_ok(handshake_token(websocket.request))
     try:
         while not stopped.is_set():
-            message = await _recv(websocket, endpoint, gate.idle_seconds if gate is not None else None)
+            message = await _recv(websocket, endpoint, idle_limit(gate, pending))
             body = message.encode() if isinstance(message, str) else message
             if pending:
                 assert gate is not None

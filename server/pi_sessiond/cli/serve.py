@@ -133,6 +133,9 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"pi-sessiond serve: {problem}", file=sys.stderr)
         return 2
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # unwinds: the secret file and the socket are removed
     try:
         with contextlib.ExitStack() as files:
             asyncio.run(_listen(args, files))
