@@ -18,6 +18,8 @@ choice. Imports attrs only.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
@@ -28,6 +30,16 @@ EXCLUSIVE_MINIMUM = "exclusiveMinimum"
 Tokenizer = Literal["pi", "cl100k", "calibrated"]
 Provider = Literal["offline", "openai", "anthropic"]
 Fsync = Literal["always", "never"]
+
+
+#: A header whose name matches carries a secret: its value is never shown, logged or echoed.
+SENSITIVE_HEADER = re.compile(r"auth|key|token|secret|cookie|password", re.IGNORECASE)
+REDACTED = "***"
+
+
+def redact_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
+    """``headers`` with the value of every :data:`SENSITIVE_HEADER` name replaced by :data:`REDACTED`."""
+    return {name: REDACTED if SENSITIVE_HEADER.search(name) else value for name, value in headers.items()}
 
 
 def setting(default: Any, *, minimum: float | None = None, above: float | None = None) -> Any:

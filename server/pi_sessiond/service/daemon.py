@@ -62,6 +62,7 @@ from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.registry import OpenSession, Registry
 from pi_sessiond.service.settings_store import SettingsStore
+from pi_sessiond.settings.redact import redact_settings
 from pi_sessiond.store.fork import fork_session
 from pi_sessiond.summarizers.factory import make_summarizer
 
@@ -260,14 +261,14 @@ class Daemon:
         opened = self._get(params.session_id) if params.session_id is not None else None
         cwd = opened.session.cwd if opened is not None else None
         resolved = self.core.settings.resolved(opened.key if opened else None, cwd)
-        return SettingsResult(settings=unstructure(resolved.settings), sources=resolved.sources,
+        return SettingsResult(settings=redact_settings(unstructure(resolved.settings)), sources=resolved.sources,
                               errors=list(resolved.errors))
 
     def update_settings(self, params: UpdateSettingsParams) -> SettingsResult:
         """``pi/updateSettings``: merge into the session layer (or the initialize layer without a session)."""
         opened = self._get(params.session_id) if params.session_id is not None else None
         self.core.settings.update(params.settings, opened.key if opened else None)
-        return SettingsResult(settings=unstructure(self.core.settings_for(opened)))
+        return SettingsResult(settings=redact_settings(unstructure(self.core.settings_for(opened))))
 
 
 def _summary(row: JsonDict) -> SessionSummary:
