@@ -81,7 +81,14 @@ class PiProtocol(LanguageServerProtocol):
     # ----------------------------------------------------------------- input
 
     def receive(self, body: bytes) -> None:
-        """Handle one message body (a JSON object or a batch array)."""
+        """Handle one message body (a JSON object or a batch array).
+
+        A batch is counted before it is parsed where that is cheap: more
+        ``"jsonrpc"`` members than ``daemon.maxBatchItems`` is refused without
+        building the items (a batch bomb never costs its parsed size).
+        """
+        if body[:64].lstrip()[:1] == b"[" and self._refuse_batch(body.count(b'"jsonrpc"')):
+            return
         try:
             data = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
@@ -93,16 +100,23 @@ class PiProtocol(LanguageServerProtocol):
         if not data:
             self._emit(error_reply(None, codes.INVALID_REQUEST, "Invalid request: empty batch"))
             return
-        items, reply_cap = self.batch_limits()
-        if len(data) > items:
-            message = f"Batch too large: {len(data)} items (daemon.maxBatchItems is {items}); nothing was run"
-            error = reason_error("tooLarge", message, {"items": len(data), "limit": items})
-            self._emit(error_reply(None, error.code, error.message, error.data))
+        if self._refuse_batch(len(data)):
             return
+        reply_cap = self.batch_limits()[1]
         batch = Batch(self._write_body, self._encode, reply_cap, self._reply_too_large(reply_cap))
         for item in data:
             self._receive_one(item, batch)
         batch.seal()
+
+    def _refuse_batch(self, count: int) -> bool:
+        """Answer one ``tooLarge`` (nothing run) when ``count`` items pass ``daemon.maxBatchItems``."""
+        items = self.batch_limits()[0]
+        if count <= items:
+            return False
+        message = f"Batch too large: {count} items (daemon.maxBatchItems is {items}); nothing was run"
+        error = reason_error("tooLarge", message, {"items": count, "limit": items})
+        self._emit(error_reply(None, error.code, error.message, error.data))
+        return True
 
     def too_large(self, size: int, limit: int, msg_id: Any) -> None:
         """Answer a message that was skipped for exceeding ``daemon.maxMessageBytes``."""
