@@ -17,9 +17,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from pi_sessiond.transport import HEADER_LINE_LIMIT, Admission, Endpoint, StreamSink, serve_connection
+from pi_sessiond.transport import HEADER_LINE_LIMIT, Admission, Endpoint, RareWarning, StreamSink, serve_connection
 
 logger = logging.getLogger(__name__)
+OVER_CAP = RareWarning("refused a connection: daemon.maxConnections are open")
+FOREIGN = RareWarning("refused a connection from another user on the Unix socket")
 
 
 async def serve_tcp(
@@ -67,11 +69,11 @@ def _on_connection(make_endpoint: Callable[[], Endpoint], gate: Admission | None
     async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername") or "(unix socket)"
         if gate is not None and not gate.peer_ok(writer.get_extra_info("socket")):
-            logger.warning("refused a connection from another user on the Unix socket")
+            FOREIGN()
             writer.close()
             return
         if gate is not None and not gate.admit():
-            logger.warning("refused a connection: daemon.maxConnections (%d) are open", gate.open)
+            OVER_CAP()
             sink = StreamSink(writer)
             sink.send(gate.refusal())
             await sink.close()

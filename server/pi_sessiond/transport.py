@@ -122,6 +122,22 @@ class Admission(Protocol):
         ...
 
 
+class RareWarning:
+    """A warning an attacker can repeat at will: logged the 1st, 2nd, 4th, 8th… time (a flood never floods the log)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._count = 0
+
+    def __call__(self) -> None:
+        self._count += 1
+        if self._count & (self._count - 1) == 0:
+            logger.warning("%s (%d so far)", self._text, self._count)
+
+
+UNAUTHENTICATED = RareWarning("refused a connection: its first message did not carry the daemon's secret")
+
+
 class IdleTimeout(Exception):
     """A connection sent nothing, with nothing in flight, for its idle timeout."""
 
@@ -328,7 +344,7 @@ def _authenticate(gate: Admission, frame: bytes | _Oversize, sink: StreamSink) -
         frame = b"{}"
     body, refusal = gate.check_first(frame)
     if body is None:
-        logger.warning("refused a connection: its first message did not carry the daemon's secret")
+        UNAUTHENTICATED()
         assert refusal is not None
         sink.send(refusal)
     return body

@@ -24,11 +24,15 @@ from pi_sessiond.transport import (
     Admission,
     Endpoint,
     IdleTimeout,
+    RareWarning,
     idle_limit,
     sniff_id,
 )
 
 logger = logging.getLogger(__name__)
+OVER_CAP = RareWarning("refused a WebSocket connection: daemon.maxConnections are open")
+UNAUTHENTICATED = RareWarning("refused a WebSocket connection without the daemon's secret")
+FOREIGN_ORIGIN = RareWarning("refused a WebSocket handshake from a foreign Origin")
 
 
 class _WebSocketSink:
@@ -81,13 +85,13 @@ async def serve_ws(
     def process_request(connection: Any, request: Any) -> Any:
         origin = request.headers.get("Origin")
         if origin is not None and origin not in origins:
-            logger.warning("refused a WebSocket handshake from origin %r", origin[:200])
+            FOREIGN_ORIGIN()
             return connection.respond(403, "Forbidden: this Origin may not connect (serve --allow-origin)\n")
         return None
 
     async def on_connection(websocket: Any) -> None:
         if gate is not None and not gate.admit():
-            logger.warning("refused a WebSocket connection: daemon.maxConnections (%d) are open", gate.open)
+            OVER_CAP()
             await websocket.send(gate.refusal().decode())
             await websocket.close(1013, "too many connections")
             return
@@ -117,7 +121,7 @@ async def _serve(websocket: Any, endpoint: Endpoint, gate: Admission | None) -> 
                 assert gate is not None
                 passed, refusal = gate.check_first(body)
                 if passed is None:
-                    logger.warning("refused a WebSocket connection without the daemon's secret")
+                    UNAUTHENTICATED()
                     sink.send(refusal or b"{}")
                     await sink.drain()
                     await websocket.close(1008, "unauthorized")
