@@ -1,4 +1,4 @@
-"""LSP base framing over asyncio streams and stdio (listeners: :mod:`.listeners`, WebSocket: :mod:`.websocket`).
+"""LSP base framing over asyncio streams (stdio: :mod:`.stdio`, sockets: :mod:`.listeners`, :mod:`.websocket`).
 
 The reader accepts what real clients send and nothing it cannot resync from:
 header names in any case, CRLF or bare LF line ends, any extra headers;
@@ -34,10 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import re
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -380,78 +377,3 @@ class StreamSink:
             await self._writer.drain()
             self._writer.close()
             await self._writer.wait_closed()
-
-
-class _BlockingWriter:
-    """A ``StreamWriter`` look-alike for a stdout that is a regular file (no pipe transport)."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-
-    def is_closing(self) -> bool:
-        return False
-
-    async def drain(self) -> None:
-        return None
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
-
-    async def wait_closed(self) -> None:
-        return None
-
-
-# ------------------------------------------------------------------ stdio
-
-
-def _protect_stdout() -> int:
-    """Move the protocol's stdout to a private fd; stray prints then land on stderr."""
-    fd = os.dup(sys.stdout.fileno())
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    return fd
-
-
-async def _stdin_reader(loop: asyncio.AbstractEventLoop) -> asyncio.StreamReader:
-    reader = asyncio.StreamReader(limit=HEADER_LINE_LIMIT, loop=loop)
-    try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), sys.stdin.buffer)
-    except ValueError:  # a regular file: feed it from a thread
-        threading.Thread(target=_feed_file, args=(loop, reader, sys.stdin.buffer.fileno()), daemon=True).start()
-    return reader
-
-
-def _feed_file(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd: int) -> None:
-    while chunk := os.read(fd, 1 << 16):
-        loop.call_soon_threadsafe(reader.feed_data, chunk)
-    loop.call_soon_threadsafe(reader.feed_eof)
-
-
-async def _stdout_sink(loop: asyncio.AbstractEventLoop, fd: int) -> StreamSink:
-    pipe = os.fdopen(fd, "wb", buffering=0, closefd=False)  # the fd outlives this wrapper
-    try:
-        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
-    except ValueError:  # not a pipe, socket or tty (e.g. a regular file): plain blocking writes
-        return StreamSink(_BlockingWriter(fd))  # type: ignore[arg-type]
-    return StreamSink(asyncio.StreamWriter(transport, protocol, None, loop))
-
-
-def run_stdio(make_endpoint: Callable[[], Endpoint]) -> int:
-    """Serve one client on stdin/stdout; returns the process exit code."""
-    out_fd = _protect_stdout()
-
-    async def main() -> int:
-        loop = asyncio.get_running_loop()
-        reader = await _stdin_reader(loop)
-        sink = await _stdout_sink(loop, out_fd)
-        return await serve_connection(make_endpoint(), reader, sink)
-
-    try:
-        return asyncio.run(main())
-    except KeyboardInterrupt:
-        return 130

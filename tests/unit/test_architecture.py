@@ -19,6 +19,7 @@ RANKS: dict[str, int] = {
     "wireauth": 1,
     "websocket": 2,
     "listeners": 2,
+    "stdio": 2,
     "store": 2,
     "compaction": 3,
     "estimators": 4,

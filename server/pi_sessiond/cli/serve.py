@@ -123,12 +123,12 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"pi-sessiond serve: --log-file {exc.filename or args.log_file}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    from pi_sessiond import transport, wireauth
+    from pi_sessiond import stdio, wireauth
     from pi_sessiond.app import make_server
 
     tcp, ws, unix = getattr(args, "tcp", None), getattr(args, "ws", None), getattr(args, "unix", None)
     if tcp is None and ws is None and unix is None:
-        return transport.run_stdio(make_server)
+        return stdio.run_stdio(make_server)
     problem = _refusal(tcp or ws, getattr(args, "allow_remote", False)) if unix is None else None
     if problem is not None:
         print(f"pi-sessiond serve: {problem}", file=sys.stderr)
