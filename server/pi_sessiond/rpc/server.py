@@ -28,6 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import attrs
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
@@ -224,6 +225,7 @@ class PiServer(LanguageServer):
             options = structure(_options_object(params.initialization_options), InitializationOptions)
         except StructureError as exc:
             raise invalid_params(exc, prefix="initializationOptions") from None
+        options = attrs.evolve(options, secret=None)  # a listener checked it; nothing keeps it
         self.declared_hooks = _declared_hooks(params.capabilities.experimental)
         self._apply_limits(options.settings)
         self.configuration_log.append(("configure", unstructure(options)))
