@@ -43,6 +43,26 @@ def isolated_agent_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     return path
 
 
+def write_pi_trust(agent: Path, folder: Path | str, decision: bool | None = True) -> Path:
+    """Record Pi's trust decision for ``folder`` in ``<agent>/trust.json`` as Pi 1.6.0 writes it.
+
+    (``ProjectTrustStore.setMany``: keys are realpaths, sorted, ``JSON.stringify(data, null, 2)`` + newline.)
+    """
+    import json
+
+    path = agent / "trust.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data[os.path.realpath(folder)] = decision
+    path.write_text(json.dumps(dict(sorted(data.items())), indent=2) + "\n")
+    return path
+
+
+@pytest.fixture
+def trust_project(isolated_agent_dir: Path) -> Any:
+    """``trust_project(folder)``: Pi's trust store trusts ``folder`` (its project settings apply)."""
+    return lambda folder, decision=True: write_pi_trust(isolated_agent_dir, folder, decision)
+
+
 # ------------------------------------------------------------------ short failure output
 
 LONG = 1000  # a compared value whose repr is longer than this gets a summary, never a full diff

@@ -18,6 +18,8 @@ choice. Imports attrs only.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
@@ -28,6 +30,16 @@ EXCLUSIVE_MINIMUM = "exclusiveMinimum"
 Tokenizer = Literal["pi", "cl100k", "calibrated"]
 Provider = Literal["offline", "openai", "anthropic"]
 Fsync = Literal["always", "never"]
+
+
+#: A header whose name matches carries a secret: its value is never shown, logged or echoed.
+SENSITIVE_HEADER = re.compile(r"auth|key|token|secret|cookie|password", re.IGNORECASE)
+REDACTED = "***"
+
+
+def redact_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
+    """``headers`` with the value of every :data:`SENSITIVE_HEADER` name replaced by :data:`REDACTED`."""
+    return {name: REDACTED if SENSITIVE_HEADER.search(name) else value for name, value in headers.items()}
 
 
 def setting(default: Any, *, minimum: float | None = None, above: float | None = None) -> Any:
@@ -131,7 +143,12 @@ class RetrySettings:
 
 @attrs.frozen(kw_only=True)
 class DaemonSettings:
-    """``daemon.*``: limits and durability of the daemon itself."""
+    """``daemon.*``: limits and durability of the daemon itself (global-only: a project file cannot set them).
+
+    ``max_batch_items`` caps the items of one JSON-RPC batch; the replies of a
+    batch together stay under ``max_message_bytes``. ``max_connections`` and
+    ``idle_connection_seconds`` are read by the TCP, WebSocket and Unix listeners.
+    """
 
     hook_timeout_seconds: float | None = setting(30, above=0)
     review_timeout_seconds: float | None = setting(None, above=0)
@@ -140,13 +157,22 @@ class DaemonSettings:
     max_concurrent_summaries: int = setting(4, above=0)
     live_writer_seconds: float = setting(30, minimum=0)
     lock_idle_seconds: float | None = setting(60, above=0)
+    max_batch_items: int = setting(1000, above=0)
+    max_connections: int = setting(64, above=0)
+    idle_connection_seconds: float = setting(600, above=0)
 
 
 @attrs.frozen(kw_only=True)
 class SecuritySettings:
-    """``security.*``."""
+    """``security.*`` (global-only, like ``daemon.*``).
+
+    ``allow_wire_api_key_env``: over a network transport (TCP, WebSocket) a client
+    may set ``summarizer.apiKeyEnv``, ``baseUrl`` and ``headers`` only when this is
+    true in the global settings file; stdio clients always may.
+    """
 
     allow_project_summarizer_settings: bool = setting(False)
+    allow_wire_api_key_env: bool = setting(False)
 
 
 @attrs.frozen(kw_only=True)

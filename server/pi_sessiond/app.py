@@ -25,8 +25,8 @@ DEBUG_METHODS_ENV = "PI_SESSIOND_DEBUG_METHODS"
 DaemonFactory = Callable[[EventSink, HookClient, ProgressFactory], DaemonLifecycle]
 
 
-def default_daemon_factory(sessions_dir: str | None) -> DaemonFactory:
-    """``Daemon(events=…, hooks=…, sessions_dir=…, progress=…)``; the services are imported when it is called.
+def default_daemon_factory(sessions_dir: str | None, network_client: bool = False) -> DaemonFactory:
+    """``Daemon(events=…, hooks=…, sessions_dir=…, progress=…, network_client=…)``; imported when it is called.
 
     The import is inside on purpose: it is what :class:`DaemonSlot` keeps out
     of the time to the ``initialize`` reply.
@@ -36,7 +36,7 @@ def default_daemon_factory(sessions_dir: str | None) -> DaemonFactory:
         from pi_sessiond.service.daemon import Daemon
 
         path = Path(sessions_dir) if sessions_dir is not None else None
-        return Daemon(events=events, hooks=hooks, sessions_dir=path, progress=progress)
+        return Daemon(events=events, hooks=hooks, sessions_dir=path, progress=progress, network_client=network_client)
 
     return create
 
@@ -47,6 +47,7 @@ def make_server(
     sessions_dir: str | None = None,
     debug_methods: bool | None = None,
     defer_daemon: bool = True,
+    network_client: bool = False,
 ) -> PiServer:
     """A new server with its own daemon and every method of the table registered.
 
@@ -56,10 +57,11 @@ def make_server(
     ``initialize`` reply or at the first request, which keeps the services'
     imports out of the start-up time. ``debug_methods`` (default: the
     ``PI_SESSIOND_DEBUG_METHODS=1`` environment variable) adds the ``debug/*``
-    test methods of :mod:`pi_sessiond.rpc.debug`.
+    test methods of :mod:`pi_sessiond.rpc.debug`. ``network_client``: the connection is
+    TCP or WebSocket (the summarizer's key, URL and headers are then the global file's).
     """
     server = PiServer()
-    make_daemon = daemon_factory or default_daemon_factory(sessions_dir)
+    make_daemon = daemon_factory or default_daemon_factory(sessions_dir, network_client)
     slot = DaemonSlot(lambda: make_daemon(server.events, server.hooks, server.progress_factory()), server.log_error)
     server.daemon = slot
     if not defer_daemon:

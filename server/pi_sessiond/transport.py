@@ -1,4 +1,4 @@
-"""LSP base framing over asyncio streams: stdio and TCP (WebSocket: :mod:`pi_sessiond.websocket`).
+"""LSP base framing over asyncio streams (stdio: :mod:`.stdio`, sockets: :mod:`.listeners`, :mod:`.websocket`).
 
 The reader accepts what real clients send and nothing it cannot resync from:
 header names in any case, CRLF or bare LF line ends, any extra headers;
@@ -18,8 +18,15 @@ reading the next message, so a client that stops reading stops being read
 (backpressure) instead of growing the server's buffer.
 
 Each connection is served by its own endpoint (a ``PiServer`` with its own
-Daemon, see :mod:`pi_sessiond.app`); TCP and WebSocket listeners survive any
-connection closing.
+Daemon, see :mod:`pi_sessiond.app`); TCP, Unix-socket and WebSocket listeners
+survive any connection closing.
+
+A listener takes an :class:`Admission` (``pi_sessiond.wireauth.Gate``): above
+its connection cap a new connection gets one ``busy`` error and is closed; a
+connection that needs the secret has its first message checked (at most
+:data:`PREAUTH_MAX_BYTES`; refused: one ``unauthorized`` error, then closed);
+a connection with nothing in flight that sends nothing for its idle timeout
+is closed.
 """
 
 from __future__ import annotations
@@ -27,10 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import re
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -40,6 +44,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_BYTES = DEFAULT_SETTINGS.daemon.max_message_bytes
 HEADER_LINE_LIMIT = 64 * 1024
+PREAUTH_MAX_BYTES = 1024 * 1024  # the first message of a connection that must authenticate
+PREAUTH_SECONDS = 10.0  # ... and the time it has to send it (a silent flood frees its slots soon)
 _READ_CHUNK = 256 * 1024
 EOF_GRACE_SECONDS = 30.0  # at end of input, requests in flight get this long to finish and answer
 SNIFF_BYTES = 4096
@@ -79,6 +85,58 @@ class Endpoint(Protocol):
     async def aclose(self) -> None:
         """Cancel what still runs and release the daemon."""
         ...
+
+    def busy(self) -> bool:
+        """Whether a request is still running (an idle timeout waits for it)."""
+        ...
+
+
+class Admission(Protocol):
+    """A listener's admission rules (``pi_sessiond.wireauth.Gate`` implements it)."""
+
+    idle_seconds: float
+    open: int
+
+    @property
+    def needs_secret(self) -> bool: ...
+
+    def admit(self) -> bool:
+        """Count a new connection; ``False`` when the cap is reached (not counted)."""
+        ...
+
+    def release(self) -> None: ...
+
+    def refusal(self) -> bytes:
+        """The error body sent to a connection above the cap."""
+        ...
+
+    def peer_ok(self, sock: Any) -> bool: ...
+
+    def token_ok(self, token: str | None) -> bool: ...
+
+    def check_first(self, body: bytes) -> tuple[bytes | None, bytes | None]:
+        """``(body to pass on, None)`` when the first message authenticates, else ``(None, error body)``."""
+        ...
+
+
+class RareWarning:
+    """A warning an attacker can repeat at will: logged the 1st, 2nd, 4th, 8th… time (a flood never floods the log)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._count = 0
+
+    def __call__(self) -> None:
+        self._count += 1
+        if self._count & (self._count - 1) == 0:
+            logger.warning("%s (%d so far)", self._text, self._count)
+
+
+UNAUTHENTICATED = RareWarning("refused a connection: its first message did not carry the daemon's secret")
+
+
+class IdleTimeout(Exception):
+    """A connection sent nothing, with nothing in flight, for its idle timeout."""
 
 
 class _Oversize:
@@ -206,23 +264,26 @@ def sniff_id(head: bytes) -> Any:
     return None
 
 
-async def serve_connection(endpoint: Endpoint, reader: asyncio.StreamReader, sink: StreamSink) -> int:
-    """Serve one connection until EOF, ``exit`` or a framing error; returns the exit code.
+async def serve_connection(
+    endpoint: Endpoint, reader: asyncio.StreamReader, sink: StreamSink, gate: Admission | None = None
+) -> int:
+    """Serve one connection until EOF, ``exit``, a framing error or the gate's refusal; returns the exit code.
 
     0 at EOF or after ``shutdown`` + ``exit``, 1 for ``exit`` without
-    ``shutdown`` or a broken frame. At a clean EOF (``printf FRAMES |
-    pi-sessiond serve``) the requests already read get up to
+    ``shutdown``, a broken frame or a refused first message. At a clean EOF
+    (``printf FRAMES | pi-sessiond serve``) the requests already read get up to
     :data:`EOF_GRACE_SECONDS` to finish and be answered; what still runs then is
     cancelled (nothing half-written) and answered ``-32800``.
     """
     stopped = asyncio.Event()
     endpoint.attach(sink, stopped.set)
-    parser = FrameParser(lambda: endpoint.max_message_bytes)
+    pending_auth = [gate is not None and gate.needs_secret]
+    parser = FrameParser(lambda: PREAUTH_MAX_BYTES if pending_auth[0] else endpoint.max_message_bytes)
     code = 0
     try:
         while not stopped.is_set():
             await sink.drain()
-            chunk = await reader.read(_READ_CHUNK)
+            chunk = await _read(reader, endpoint, idle_limit(gate, pending_auth[0]))
             if not chunk:
                 parser.eof()
                 logger.info("end of input: requests in flight get up to %.0f s to finish", EOF_GRACE_SECONDS)
@@ -230,6 +291,12 @@ async def serve_connection(endpoint: Endpoint, reader: asyncio.StreamReader, sin
                 await sink.drain()
                 break
             for frame in parser.feed(chunk):
+                if pending_auth[0]:
+                    assert gate is not None
+                    passed = _authenticate(gate, frame, sink)
+                    if passed is None:
+                        return 1
+                    frame, pending_auth[0] = passed, False
                 if isinstance(frame, _Oversize):
                     logger.warning("skipped a %d-byte message (limit %d)", frame.size, endpoint.max_message_bytes)
                     endpoint.too_large(frame.size, endpoint.max_message_bytes, frame.msg_id)
@@ -240,12 +307,44 @@ async def serve_connection(endpoint: Endpoint, reader: asyncio.StreamReader, sin
     except FramingError as exc:
         logger.error("unrecoverable framing error, closing the connection: %s", exc)
         code = 1
+    except IdleTimeout:
+        logger.info("closed a connection idle for daemon.idleConnectionSeconds with nothing in flight")
     except (ConnectionError, BrokenPipeError) as exc:
         logger.info("connection lost: %s", exc)
     finally:
         await endpoint.aclose()
         await sink.close()
     return endpoint.exit_code if endpoint.exit_code is not None else code
+
+
+def idle_limit(gate: Admission | None, pending_auth: bool) -> float | None:
+    """How long a connection may stay silent: the gate's idle timeout, shorter before it authenticated."""
+    if gate is None:
+        return None
+    return min(gate.idle_seconds, PREAUTH_SECONDS) if pending_auth else gate.idle_seconds
+
+
+async def _read(reader: asyncio.StreamReader, endpoint: Endpoint, idle: float | None) -> bytes:
+    """The next chunk; :class:`IdleTimeout` after ``idle`` seconds of silence with nothing in flight."""
+    while True:
+        try:
+            async with asyncio.timeout(idle):
+                return await reader.read(_READ_CHUNK)
+        except TimeoutError:
+            if not endpoint.busy():
+                raise IdleTimeout from None
+
+
+def _authenticate(gate: Admission, frame: bytes | _Oversize, sink: StreamSink) -> bytes | None:
+    """The first message with the secret removed, or ``None`` after answering ``unauthorized``."""
+    if isinstance(frame, _Oversize):
+        frame = b"{}"
+    body, refusal = gate.check_first(frame)
+    if body is None:
+        UNAUTHENTICATED()
+        assert refusal is not None
+        sink.send(refusal)
+    return body
 
 
 # ---------------------------------------------------------------- writing
@@ -278,103 +377,3 @@ class StreamSink:
             await self._writer.drain()
             self._writer.close()
             await self._writer.wait_closed()
-
-
-class _BlockingWriter:
-    """A ``StreamWriter`` look-alike for a stdout that is a regular file (no pipe transport)."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-
-    def is_closing(self) -> bool:
-        return False
-
-    async def drain(self) -> None:
-        return None
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
-
-    async def wait_closed(self) -> None:
-        return None
-
-
-# ------------------------------------------------------------------ stdio
-
-
-def _protect_stdout() -> int:
-    """Move the protocol's stdout to a private fd; stray prints then land on stderr."""
-    fd = os.dup(sys.stdout.fileno())
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    return fd
-
-
-async def _stdin_reader(loop: asyncio.AbstractEventLoop) -> asyncio.StreamReader:
-    reader = asyncio.StreamReader(limit=HEADER_LINE_LIMIT, loop=loop)
-    try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), sys.stdin.buffer)
-    except ValueError:  # a regular file: feed it from a thread
-        threading.Thread(target=_feed_file, args=(loop, reader, sys.stdin.buffer.fileno()), daemon=True).start()
-    return reader
-
-
-def _feed_file(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd: int) -> None:
-    while chunk := os.read(fd, 1 << 16):
-        loop.call_soon_threadsafe(reader.feed_data, chunk)
-    loop.call_soon_threadsafe(reader.feed_eof)
-
-
-async def _stdout_sink(loop: asyncio.AbstractEventLoop, fd: int) -> StreamSink:
-    pipe = os.fdopen(fd, "wb", buffering=0, closefd=False)  # the fd outlives this wrapper
-    try:
-        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
-    except ValueError:  # not a pipe, socket or tty (e.g. a regular file): plain blocking writes
-        return StreamSink(_BlockingWriter(fd))  # type: ignore[arg-type]
-    return StreamSink(asyncio.StreamWriter(transport, protocol, None, loop))
-
-
-def run_stdio(make_endpoint: Callable[[], Endpoint]) -> int:
-    """Serve one client on stdin/stdout; returns the process exit code."""
-    out_fd = _protect_stdout()
-
-    async def main() -> int:
-        loop = asyncio.get_running_loop()
-        reader = await _stdin_reader(loop)
-        sink = await _stdout_sink(loop, out_fd)
-        return await serve_connection(make_endpoint(), reader, sink)
-
-    try:
-        return asyncio.run(main())
-    except KeyboardInterrupt:
-        return 130
-
-
-# -------------------------------------------------------------------- TCP
-
-
-async def serve_tcp(
-    host: str, port: int, make_endpoint: Callable[[], Endpoint], ready: Callable[[str, int], None] | None = None
-) -> None:
-    """Accept connections forever; each gets its own endpoint (and Daemon)."""
-
-    async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = writer.get_extra_info("peername")
-        logger.info("client %s connected", peer)
-        try:
-            code = await serve_connection(make_endpoint(), reader, StreamSink(writer))
-            logger.info("client %s done (exit code %d)", peer, code)
-        except Exception:
-            logger.exception("connection %s failed", peer)
-
-    server = await asyncio.start_server(on_connection, host, port, limit=HEADER_LINE_LIMIT)
-    async with server:
-        sock_host, sock_port = server.sockets[0].getsockname()[:2]
-        if ready is not None:
-            ready(sock_host, sock_port)
-        await server.serve_forever()

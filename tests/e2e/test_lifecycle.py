@@ -27,6 +27,7 @@ from pytest_lsp.client import register_lsp_features
 from tests.e2e.test_transport import DEBUG_ENV, serve_command
 
 from pi_sessiond.rpc.converter import raw_converter
+from pi_sessiond.wireauth import read_secret
 
 # Built at import, before tests/conftest.py's autouse fixture runs: give these daemons an
 # empty agent dir of their own so a developer's ~/.pi/agent never leaks in.
@@ -231,6 +232,18 @@ async def read_message(reader: asyncio.StreamReader) -> Any:
     return json.loads(await reader.readexactly(length))
 
 
+async def tcp_login(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection that sent ``initialize`` with the secret the same user's daemon keeps in its 0600 file."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    secret = read_secret(port)
+    assert secret is not None
+    options = {"secret": secret}
+    writer.write(frame({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                        "params": {"capabilities": {}, "initializationOptions": options}}))
+    assert "result" in await asyncio.wait_for(read_message(reader), TIMEOUT)
+    return reader, writer
+
+
 async def tcp_call(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, msg_id: Any, method: str) -> Any:
     writer.write(frame({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": {"id": msg_id}}))
     await writer.drain()
@@ -245,8 +258,8 @@ async def test_tcp_serves_concurrent_clients_independently_and_survives_disconne
         assert proc.stderr is not None
         line = (await asyncio.wait_for(proc.stderr.readline(), TIMEOUT)).decode()
         host, port = re.search(r"tcp://(.+):(\d+)", line).groups()  # type: ignore[union-attr]
-        a = await asyncio.open_connection(host, int(port))
-        b = await asyncio.open_connection(host, int(port))
+        a = await tcp_login(int(port))
+        b = await tcp_login(int(port))
         probe = await asyncio.open_connection(host, int(port))  # an "is the port open?" probe
         probe[1].close()
         assert (await tcp_call(*a, 1, "debug/echo"))["result"] == {"id": 1}
@@ -256,7 +269,7 @@ async def test_tcp_serves_concurrent_clients_independently_and_survives_disconne
         a[1].close()  # A leaves with a request in flight
         b[1].write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
         assert (await asyncio.wait_for(read_message(b[0]), TIMEOUT))["result"] is None
-        c = await asyncio.open_connection(host, int(port))
+        c = await tcp_login(int(port))
         assert (await tcp_call(*c, "c", "debug/echo"))["result"] == {"id": "c"}
         assert (await tcp_call(*c, "s", "debug/stats"))["result"]["requestFutures"] == 0
         b[1].write(frame({"jsonrpc": "2.0", "method": "exit"}))

@@ -16,7 +16,10 @@ RANKS: dict[str, int] = {
     "(root)": 1,  # pi_sessiond/__init__.py: the version only
     "errors": 1,
     "transport": 1,
+    "wireauth": 1,
     "websocket": 2,
+    "listeners": 2,
+    "stdio": 2,
     "store": 2,
     "compaction": 3,
     "estimators": 4,

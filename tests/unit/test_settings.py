@@ -34,8 +34,9 @@ PROTOCOL_DEFAULTS = {
     "tokenizer": "pi",
     "daemon": {"hookTimeoutSeconds": 30, "reviewTimeoutSeconds": None, "fsync": "always",
                "maxMessageBytes": 67108864, "maxConcurrentSummaries": 4,
-               "liveWriterSeconds": 30, "lockIdleSeconds": 60},
-    "security": {"allowProjectSummarizerSettings": False},
+               "liveWriterSeconds": 30, "lockIdleSeconds": 60, "maxBatchItems": 1000,
+               "maxConnections": 64, "idleConnectionSeconds": 600},
+    "security": {"allowProjectSummarizerSettings": False, "allowWireApiKeyEnv": False},
 }
 
 # One invalid value of each kind, and the key the error must name.
@@ -144,11 +145,12 @@ def test_the_project_guard_drops_the_summarizer_and_says_so() -> None:
                "security": {"allowProjectSummarizerSettings": True}}
     refused = resolve([Layer("project", project, "/p.json")])
     assert refused.settings.summarizer.base_url is None and refused.settings.tokenizer == "cl100k"
-    assert [(e.file, e.key) for e in refused.errors] == [("/p.json", "summarizer")]
-    assert "allowProjectSummarizerSettings" in refused.errors[0].message
+    assert [(e.file, e.key) for e in refused.errors] == [("/p.json", "security"), ("/p.json", "summarizer")]
+    assert "allowProjectSummarizerSettings" in refused.errors[1].message
     allowed = resolve([Layer("global", {"security": {"allowProjectSummarizerSettings": True}}),
                        Layer("project", project, "/p.json")])
-    assert allowed.settings.summarizer.base_url == "https://evil.example/v1" and allowed.errors == ()
+    assert allowed.settings.summarizer.base_url == "https://evil.example/v1"
+    assert [(e.file, e.key) for e in allowed.errors] == [("/p.json", "security")]  # still global-only
     assert allowed.sources["summarizer.baseUrl"] == "project"
 
 
@@ -185,7 +187,10 @@ def test_store_lists_file_errors_logs_them_once_and_daemon_reports_them(
                                              "message": "expected 'always' or 'never', got string"}
 
 
-def test_command_line_settings_use_the_same_layers(tmp_path: Path, isolated_agent_dir: Path) -> None:
+def test_command_line_settings_use_the_same_layers(
+    tmp_path: Path, isolated_agent_dir: Path, trust_project: Any
+) -> None:
+    trust_project(tmp_path)
     write_json(isolated_agent_dir / "settings.json", {"compaction": {"keepRecentTokens": 123}, "tokenizer": 5})
     write_json(tmp_path / ".pi" / "settings.json", {"branchSummary": {"reserveTokens": 456},
                                                   "summarizer": {"provider": "openai"}})
@@ -195,3 +200,25 @@ def test_command_line_settings_use_the_same_layers(tmp_path: Path, isolated_agen
         123, 789, 456)
     assert s.tokenizer == "pi" and s.summarizer.provider == "offline"
     assert sorted(e.key for e in resolved.errors) == ["summarizer", "tokenizer"]
+
+
+def test_daemon_and_security_are_global_only() -> None:
+    """A cloned repository cannot lower durability, raise limits or grant itself wire rights (issue 15, 6)."""
+    project = {"daemon": {"fsync": "never", "maxConnections": 100000}, "security": {"allowWireApiKeyEnv": True},
+               "tokenizer": "cl100k"}
+    got = resolve([Layer("global", {"daemon": {"maxBatchItems": 10}}, "/g.json"), Layer("project", project, "/p.json")])
+    s = got.settings
+    assert (s.daemon.fsync, s.daemon.max_connections, s.security.allow_wire_api_key_env) == ("always", 64, False)
+    assert s.daemon.max_batch_items == 10 and s.tokenizer == "cl100k"  # the global value and the rest still apply
+    assert sorted(e.key for e in got.errors) == ["daemon", "security"]
+    assert all("global-only" in e.message and e.file == "/p.json" for e in got.errors)
+    assert got.sources["daemon.fsync"] == "default" and got.sources["daemon.maxBatchItems"] == "global"
+    assert resolve([Layer("initialize", {"daemon": {"fsync": "never"}})]).settings.daemon.fsync == "never"
+
+
+def test_an_untrusted_project_layer_is_skipped_and_reported() -> None:
+    project = {"compaction": {"keepRecentTokens": 5}}
+    got = resolve([Layer("project", project, "/p/.pi/settings.json", refused="ignored: not trusted")])
+    assert got.settings.compaction.keep_recent_tokens == 20000
+    assert [(e.file, e.key, e.message) for e in got.errors] == [("/p/.pi/settings.json", "*", "ignored: not trusted")]
+    assert resolve([Layer("project", {}, "/p.json", refused="ignored")]).errors == ()  # nothing to skip: silent

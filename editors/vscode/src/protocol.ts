@@ -427,6 +427,7 @@ export interface UpdateSettingsParams {
 export interface InitializationOptions {
   settings?: Record<string, unknown> | null;
   sessionsDir?: string | null;
+  secret?: string | null;
   [key: string]: unknown;
 }
 
@@ -691,10 +692,14 @@ export interface DaemonSettings {
   maxConcurrentSummaries?: number;
   liveWriterSeconds?: number;
   lockIdleSeconds?: number | null;
+  maxBatchItems?: number;
+  maxConnections?: number;
+  idleConnectionSeconds?: number;
 }
 
 export interface SecuritySettings {
   allowProjectSummarizerSettings?: boolean;
+  allowWireApiKeyEnv?: boolean;
 }
 
 export interface Settings {

@@ -1,9 +1,12 @@
-"""``pi-sessiond call [--open FILE] [--connect H:P] METHOD [PARAMS_JSON]``: one request.
+"""``pi-sessiond call [--open FILE] [--connect H:P | --connect unix:[PATH]] METHOD [PARAMS_JSON]``: one request.
 
-Starts a fresh daemon (or connects to one serving TCP), initializes, opens
+Starts a fresh daemon (or connects to one serving TCP or a Unix socket), initializes, opens
 FILE first when asked (filling ``sessionId`` when the params lack it), sends
 the request and prints its result as JSON. An error answer is printed as JSON
-on stderr and the exit code is 1; bad arguments exit 2.
+on stderr and the exit code is 1; bad arguments exit 2. Over TCP the
+``initialize`` carries the daemon's secret: ``PI_SESSIOND_SECRET`` when set,
+else the one the same user's daemon keeps in ``<runtime dir>/port-<port>.secret``.
+``unix:`` alone is the default socket (``serve --unix``).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 from typing import Any
 
@@ -25,26 +29,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("method", metavar="METHOD", help="e.g. pi/getStats")
     parser.add_argument("params", metavar="PARAMS_JSON", nargs="?", default="{}", help="the params object")
     parser.add_argument("--open", metavar="FILE", help="open FILE first and fill sessionId when missing")
-    parser.add_argument("--connect", metavar="HOST:PORT", help="use a daemon serving TCP instead of starting one")
+    parser.add_argument("--connect", metavar="HOST:PORT",
+                        help="use a daemon serving TCP (or unix:[PATH], a Unix socket) instead of starting one")
 
 
 def run(args: argparse.Namespace) -> int:
     params = _params(args.params)
     if args.connect:
-        host, _, port = args.connect.rpartition(":")
-        if not port.isdigit():
-            raise CliError(f"--connect expects HOST:PORT, not {args.connect!r}", 2)
+        client, sock, secret = _connect(args.connect)
         try:
-            client, sock = RpcClient.connect(host or "127.0.0.1", int(port))
-        except OSError as exc:
-            raise CliError(f"cannot connect to {args.connect}: {exc.strerror or exc}") from None
-        try:
-            return _session(client, args, params)
+            return _session(client, args, params, secret)
         finally:
             sock.close()
     client, proc = RpcClient.spawn([sys.executable, "-m", "pi_sessiond", "serve"])
     try:
-        code = _session(client, args, params)
+        code = _session(client, args, params, None)
         client.request("shutdown")
         client.notify("exit")
         proc.wait(timeout=10)
@@ -52,6 +51,24 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def _connect(target: str) -> tuple[RpcClient, socket.socket, str | None]:
+    """A client of the daemon at ``target`` (``H:P`` or ``unix:[PATH]``) and the secret to send (TCP)."""
+    from pi_sessiond import wireauth
+
+    try:
+        if target.startswith("unix:"):
+            path = target.removeprefix("unix:") or str(wireauth.default_socket_path())
+            client, sock = RpcClient.connect_unix(path)
+            return client, sock, None
+        host, _, port = target.rpartition(":")
+        if not port.isdigit():
+            raise CliError(f"--connect expects HOST:PORT or unix:PATH, not {target!r}", 2)
+        client, sock = RpcClient.connect(host.strip("[]") or "127.0.0.1", int(port))
+    except OSError as exc:
+        raise CliError(f"cannot connect to {target}: {exc.strerror or exc}") from None
+    return client, sock, os.environ.get(wireauth.SECRET_ENV) or wireauth.read_secret(int(port))
 
 
 def _params(text: str) -> dict[str, Any]:
@@ -64,9 +81,12 @@ def _params(text: str) -> dict[str, Any]:
     return value
 
 
-def _session(client: RpcClient, args: argparse.Namespace, params: dict[str, Any]) -> int:
+def _session(client: RpcClient, args: argparse.Namespace, params: dict[str, Any], secret: str | None) -> int:
+    initialize: dict[str, Any] = {"processId": os.getpid(), "capabilities": {}}
+    if secret is not None:
+        initialize["initializationOptions"] = {"secret": secret}
     try:
-        client.request("initialize", {"processId": os.getpid(), "capabilities": {}})
+        client.request("initialize", initialize)
         client.notify("initialized", {})
         if args.open:
             opened = client.request("pi/openSession", {"path": os.path.abspath(args.open)})

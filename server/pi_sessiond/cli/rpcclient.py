@@ -47,6 +47,18 @@ class RpcClient:
         sock = socket.create_connection((host, port), timeout=600)
         return cls(sock.makefile("rb"), sock.makefile("wb")), sock
 
+    @classmethod
+    def connect_unix(cls, path: str) -> tuple[RpcClient, socket.socket]:
+        """Connect to a daemon serving a Unix socket."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(600)
+        try:
+            sock.connect(path)
+        except OSError:
+            sock.close()
+            raise
+        return cls(sock.makefile("rb"), sock.makefile("wb")), sock
+
     def send(self, message: dict[str, Any]) -> None:
         try:
             body = orjson.dumps(message)

@@ -1,11 +1,23 @@
-"""``pi-sessiond [serve] [--stdio | --tcp H:P | --ws H:P] [--log-file F] [--log-level L]``.
+"""``pi-sessiond [serve] [--stdio | --tcp H:P | --ws H:P | --unix [PATH]] [--allow-remote] [--log-file F] …``.
 
 stdio is the default: one client, the process exit code is the LSP one (0
 after ``shutdown`` + ``exit`` or at EOF, 1 for ``exit`` without ``shutdown``
-or a broken frame). ``--tcp``/``--ws`` serve any number of clients, each with
+or a broken frame). ``--tcp``/``--ws``/``--unix`` serve any number of clients, each with
 its own server and Daemon, until interrupted; the listening address is printed
 to stderr as ``pi-sessiond: listening on tcp://HOST:PORT`` (port 0 picks a
-free one). Every connection enforces the ``daemon.maxMessageBytes`` of its
+free one; a WebSocket URL carries the secret as ``?token=``).
+
+Safety (:mod:`pi_sessiond.wireauth`): TCP and WebSocket need the daemon's
+secret (``PI_SESSIOND_SECRET`` from the launching client, else generated),
+kept in ``<runtime dir>/port-<port>.secret`` (0600) while the listener runs;
+only loopback addresses unless ``--allow-remote``; a WebSocket handshake with an
+``Origin`` only for ``--allow-origin`` values. Their clients may not set the
+summarizer's key variable, URL or headers (``security.allowWireApiKeyEnv``).
+``--unix`` (default ``<runtime dir>/daemon.sock``) needs no secret: its
+directory is 0700, the socket 0600, the peer's uid is checked. Every listener
+caps connections (``daemon.maxConnections``) and closes idle ones
+(``daemon.idleConnectionSeconds``), read from the global settings when it starts.
+Every connection enforces the ``daemon.maxMessageBytes`` of its
 settings (default < global file < ``initializationOptions``); a WebSocket
 listener also caps every message at the global value it had when it started.
 Logs go to ``--log-file`` or stderr, never stdout. This module
@@ -16,10 +28,18 @@ only when serving.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import functools
+import importlib.util
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pi_sessiond import wireauth
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -37,6 +57,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout (default)")
     mode.add_argument("--tcp", type=_address, metavar="HOST:PORT", help="serve TCP clients on HOST:PORT")
     mode.add_argument("--ws", type=_address, metavar="HOST:PORT", help="serve WebSocket clients (needs websockets)")
+    mode.add_argument("--unix", nargs="?", const="", metavar="PATH",
+                      help="serve this user's clients on a Unix socket (default: <runtime dir>/daemon.sock)")
+    parser.add_argument("--allow-remote", action="store_true",
+                        help="let --tcp/--ws listen on a non-loopback address (clients still need the secret)")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="a browser Origin that may open a --ws connection (repeatable; default: none)")
     parser.add_argument("--log-file", metavar="FILE", help="append logs to FILE instead of stderr")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="warning", help="default: warning")
 
@@ -57,50 +83,103 @@ def setup_logging(log_file: str | None, level_name: str) -> None:
     logging.getLogger("pygls").setLevel(max(level, logging.WARNING))
 
 
-def _announce(kind: str) -> Any:
+def _announce(kind: str, secret: str | None, files: contextlib.ExitStack) -> Any:
+    from pi_sessiond import wireauth
+
     def ready(host: str, port: int) -> None:
-        print(f"pi-sessiond: listening on {kind}://{host}:{port}", file=sys.stderr, flush=True)
+        where = f"{kind}://{host}:{port}"
+        if secret is not None:
+            path = files.enter_context(wireauth.published_secret(port, secret))
+            where += f"/?token={secret}" if kind == "ws" else f" (secret in {path})"
+        print(f"pi-sessiond: listening on {where}", file=sys.stderr, flush=True)
 
     return ready
 
 
+def _gate(secret: str | None, *, same_user_only: bool = False) -> wireauth.Gate:
+    from pi_sessiond import wireauth
+    from pi_sessiond.settings import load_settings
+
+    daemon = load_settings().settings.daemon
+    return wireauth.Gate(secret, daemon.max_connections, daemon.idle_connection_seconds, _error_reply,
+                         same_user_only=same_user_only)
+
+
+def _error_reply(msg_id: Any, reason: str, message: str) -> bytes:
+    """A listener's refusal as the rpc boundary words it (code from the reason table)."""
+    import json
+
+    from pi_sessiond.rpc.errors import reason_error
+    from pi_sessiond.rpc.jsonrpc import error_reply
+
+    error = reason_error(reason, message)
+    return json.dumps(error_reply(msg_id, error.code, error.message, error.data)).encode()
+
+
 def run(args: argparse.Namespace) -> int:
-    """Serve until EOF / ``exit`` (stdio) or until interrupted (TCP, WebSocket)."""
+    """Serve until EOF / ``exit`` (stdio) or until interrupted (TCP, WebSocket, Unix socket)."""
     try:
         setup_logging(getattr(args, "log_file", None), getattr(args, "log_level", "warning"))
     except OSError as exc:
         print(f"pi-sessiond serve: --log-file {exc.filename or args.log_file}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    from pi_sessiond import transport
+    from pi_sessiond import stdio, wireauth
     from pi_sessiond.app import make_server
 
-    tcp, ws = getattr(args, "tcp", None), getattr(args, "ws", None)
-    if tcp is None and ws is None:
-        return transport.run_stdio(make_server)
-    if ws is not None:
-        import importlib.util
+    tcp, ws, unix = getattr(args, "tcp", None), getattr(args, "ws", None), getattr(args, "unix", None)
+    if tcp is None and ws is None and unix is None:
+        return stdio.run_stdio(make_server)
+    problem = _refusal(tcp or ws, getattr(args, "allow_remote", False)) if unix is None else None
+    if problem is not None:
+        print(f"pi-sessiond serve: {problem}", file=sys.stderr)
+        return 2
+    import signal
 
-        if importlib.util.find_spec("websockets") is None:
-            print("pi-sessiond serve: --ws needs the 'websockets' package (pip install 'pygls[ws]')", file=sys.stderr)
-            return 1
-    import asyncio
-
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # unwinds: the secret file and the socket are removed
     try:
-        if tcp is not None:
-            asyncio.run(transport.serve_tcp(tcp[0], tcp[1], make_server, _announce("tcp")))
-        elif ws is not None:
-            from pi_sessiond.settings import load_settings
-
-            cap = load_settings().settings.daemon.max_message_bytes
-            from pi_sessiond.websocket import serve_ws
-
-            asyncio.run(serve_ws(ws[0], ws[1], make_server, _announce("ws"), max_size=cap))
+        with contextlib.ExitStack() as files:
+            asyncio.run(_listen(args, files))
     except KeyboardInterrupt:
         return 0
-    except OSError as exc:
+    except (OSError, wireauth.WireSetupError) as exc:
         print(f"pi-sessiond serve: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _refusal(address: tuple[str, int] | None, allow_remote: bool) -> str | None:
+    from pi_sessiond import wireauth
+
+    if address is None or allow_remote or wireauth.is_loopback(address[0]):
+        return None
+    return (f"refusing to listen on {address[0]}: it is not a loopback address. Pass --allow-remote to accept "
+            "clients from other machines (they still need the daemon's secret; nothing is encrypted)")
+
+
+async def _listen(args: argparse.Namespace, files: contextlib.ExitStack) -> None:
+    from pi_sessiond import listeners, wireauth
+    from pi_sessiond.app import make_server
+
+    network = functools.partial(make_server, network_client=True)
+    if args.unix is not None:
+        path = wireauth.prepare_socket_path(Path(args.unix) if args.unix else wireauth.default_socket_path())
+        ready = functools.partial(print, "pi-sessiond: listening on unix:", sep="", file=sys.stderr, flush=True)
+        await listeners.serve_unix(str(path), make_server, ready, _gate(None, same_user_only=True))
+        return
+    secret = wireauth.new_secret()
+    if args.tcp is not None:
+        host, port = args.tcp
+        await listeners.serve_tcp(host, port, network, _announce("tcp", secret, files), _gate(secret))
+        return
+    if importlib.util.find_spec("websockets") is None:
+        raise wireauth.WireSetupError("--ws needs the 'websockets' package (pip install 'pygls[ws]')")
+    from pi_sessiond.settings import load_settings
+    from pi_sessiond.websocket import serve_ws
+
+    cap = load_settings().settings.daemon.max_message_bytes
+    host, port = args.ws
+    await serve_ws(host, port, network, _announce("ws", secret, files), max_size=cap, gate=_gate(secret),
+                   origins=tuple(args.allow_origin))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

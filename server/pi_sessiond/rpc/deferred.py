@@ -37,6 +37,10 @@ class DaemonLifecycle(Protocol):
         """``daemon.maxMessageBytes`` in force daemon-wide: what the framing enforces."""
         ...
 
+    def max_batch_items(self) -> int:
+        """``daemon.maxBatchItems`` in force daemon-wide: the items one batch may hold."""
+        ...
+
     async def aclose(self) -> None: ...
 
 

@@ -49,11 +49,22 @@ def error_reply(msg_id: Any, code: int, message: str, data: Any = None) -> dict[
 
 
 class Batch:
-    """Collects the replies of one batch and writes them as one array."""
+    """Collects the replies of one batch and writes them as one array, under a size cap.
 
-    def __init__(self, write: Callable[[Any], None]) -> None:
+    Each reply is encoded when it arrives (``encode``); once the replies held
+    would pass ``cap`` bytes, each later reply is replaced by a ``tooLarge``
+    error for its id (``too_large(id)``, already encoded), so a batch holds at
+    most ``cap`` bytes plus one small error per item.
+    """
+
+    def __init__(self, write: Callable[[bytes], None], encode: Callable[[Any], bytes | None], cap: int,
+                 too_large: Callable[[Any], bytes]) -> None:
         self._write = write
-        self._replies: list[dict[str, Any]] = []
+        self._encode = encode
+        self._cap = cap
+        self._too_large = too_large
+        self._parts: list[bytes] = []
+        self._size = 0
         self._pending = 0
         self._sealed = False
 
@@ -65,7 +76,13 @@ class Batch:
         self.add(reply)
 
     def add(self, reply: dict[str, Any]) -> None:
-        self._replies.append(reply)
+        body = self._encode(reply)
+        if body is None:
+            return
+        if self._size + len(body) > self._cap:
+            body = self._too_large(reply.get("id"))
+        self._parts.append(body)
+        self._size += len(body)
         self._flush()
 
     def seal(self) -> None:
@@ -73,9 +90,9 @@ class Batch:
         self._flush()
 
     def _flush(self) -> None:
-        if self._sealed and self._pending == 0 and self._replies:
-            replies, self._replies = self._replies, []
-            self._write(replies)
+        if self._sealed and self._pending == 0 and self._parts:
+            parts, self._parts = self._parts, []
+            self._write(b"[" + b",".join(parts) + b"]")
 
 
 class Done:

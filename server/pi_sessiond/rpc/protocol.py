@@ -77,11 +77,20 @@ class PiProtocol(LanguageServerProtocol):
         self._batches: dict[Any, Batch] = {}
         self._plain_handlers: dict[Any, bool] = {}
         self.max_in_flight = max_in_flight()
+        #: ``(daemon.maxBatchItems, daemon.maxMessageBytes)`` in force; the server sets it.
+        self.batch_limits: Callable[[], tuple[int, int]] = lambda: (1000, 64 * 1024 * 1024)
 
     # ----------------------------------------------------------------- input
 
     def receive(self, body: bytes) -> None:
-        """Handle one message body (a JSON object or a batch array)."""
+        """Handle one message body (a JSON object or a batch array).
+
+        A batch is counted before it is parsed where that is cheap: more
+        ``"jsonrpc"`` members than ``daemon.maxBatchItems`` is refused without
+        building the items (a batch bomb never costs its parsed size).
+        """
+        if body[:64].lstrip()[:1] == b"[" and self._refuse_batch(body.count(b'"jsonrpc"')):
+            return
         try:
             data = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
@@ -96,10 +105,23 @@ class PiProtocol(LanguageServerProtocol):
         if not data:
             self._emit(error_reply(None, codes.INVALID_REQUEST, "Invalid request: empty batch"))
             return
-        batch = Batch(self._write)
+        if self._refuse_batch(len(data)):
+            return
+        reply_cap = self.batch_limits()[1]
+        batch = Batch(self._write_body, self._encode, reply_cap, self._reply_too_large(reply_cap))
         for item in data:
             self._receive_one(item, batch)
         batch.seal()
+
+    def _refuse_batch(self, count: int) -> bool:
+        """Answer one ``tooLarge`` (nothing run) when ``count`` items pass ``daemon.maxBatchItems``."""
+        items = self.batch_limits()[0]
+        if count <= items:
+            return False
+        message = f"Batch too large: {count} items (daemon.maxBatchItems is {items}); nothing was run"
+        error = reason_error("tooLarge", message, {"items": count, "limit": items})
+        self._emit(error_reply(None, error.code, error.message, error.data))
+        return True
 
     def too_large(self, size: int, limit: int, msg_id: Any) -> None:
         """Answer a message that was skipped for exceeding ``daemon.maxMessageBytes``."""
@@ -200,21 +222,38 @@ class PiProtocol(LanguageServerProtocol):
         self._write(obj)
 
     def _write(self, obj: Any) -> None:
+        body = self._encode(obj)
+        if body is not None:
+            self._write_body(body)
+
+    def _write_body(self, body: bytes) -> None:
         sink = self.sink
         if sink is None or sink.closed:
             logger.debug("connection closed; dropped an outgoing message")
             return
+        sink.send(body)
+
+    def _encode(self, obj: Any) -> bytes | None:
+        """``obj`` as JSON; a result that cannot be serialised becomes its request's error (``None``: dropped)."""
         try:
-            body = self._encode(obj)
+            return self._dumps(obj)
         except TypeError as exc:
             if not isinstance(obj, dict) or "method" in obj or "id" not in obj:
                 logger.error("cannot serialise an outgoing message: %s", exc)
-                return
+                return None
             logger.error("cannot serialise the result of request %r: %s", obj["id"], exc)
-            body = orjson.dumps(error_reply(obj["id"], codes.INTERNAL_ERROR, "Internal error: unserialisable result"))
-        sink.send(body)
+            return orjson.dumps(error_reply(obj["id"], codes.INTERNAL_ERROR, "Internal error: unserialisable result"))
 
-    def _encode(self, obj: Any) -> bytes:
+    @staticmethod
+    def _reply_too_large(cap: int) -> Callable[[Any], bytes]:
+        def reply(msg_id: Any) -> bytes:
+            message = f"Reply too large: the batch's replies would pass {cap} bytes (daemon.maxMessageBytes)"
+            error = reason_error("tooLarge", message, {"limit": cap})
+            return orjson.dumps(error_reply(msg_id, error.code, error.message, error.data))
+
+        return reply
+
+    def _dumps(self, obj: Any) -> bytes:
         """orjson; values nested deeper than orjson writes (255) take the iterative writer."""
         try:
             return orjson.dumps(obj, default=self._default, option=_JSON_OPTIONS)

@@ -28,6 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import attrs
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
@@ -72,6 +73,7 @@ class PiServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(SERVER_NAME, _version(), protocol_cls=PiProtocol, converter_factory=raw_converter)
         self._limit: int | None = None
+        self._batch_items: int | None = None
         self.events = LspEventSink(self)
         self.hooks = LspHookClient(self)
         self.declared_hooks: frozenset[str] = frozenset()
@@ -81,6 +83,7 @@ class PiServer(LanguageServer):
         self.configuration_log: list[tuple[str, Any]] = []
         self._ids = itertools.count(1)
         self.protocol.experimental_capabilities = self._experimental_capabilities
+        self.protocol.batch_limits = lambda: (self.max_batch_items, self.max_message_bytes)
         for name, handler in (
             (types.INITIALIZE, self._on_initialize),
             (types.WORKSPACE_DID_CHANGE_CONFIGURATION, self._on_did_change_configuration),
@@ -148,6 +151,17 @@ class PiServer(LanguageServer):
         return self._limit
 
     @property
+    def max_batch_items(self) -> int:
+        """``daemon.maxBatchItems`` in force, from the same layers as :attr:`max_message_bytes`."""
+        slot = self.daemon
+        if slot is not None and slot.created:
+            return int(slot.get().max_batch_items())
+        if self._batch_items is None:
+            self._apply_limits(None)
+        assert self._batch_items is not None
+        return self._batch_items
+
+    @property
     def exit_code(self) -> int | None:
         return self.protocol.exit_code
 
@@ -168,6 +182,10 @@ class PiServer(LanguageServer):
         pending = self.protocol.in_flight()
         if pending:
             await asyncio.wait(pending, timeout=grace)
+
+    def busy(self) -> bool:
+        """Whether a request or handler of this connection is still running."""
+        return bool(self.protocol.in_flight())
 
     async def aclose(self) -> None:
         pending = self.protocol.in_flight()
@@ -207,6 +225,7 @@ class PiServer(LanguageServer):
             options = structure(_options_object(params.initialization_options), InitializationOptions)
         except StructureError as exc:
             raise invalid_params(exc, prefix="initializationOptions") from None
+        options = attrs.evolve(options, secret=None)  # a listener checked it; nothing keeps it
         self.declared_hooks = _declared_hooks(params.capabilities.experimental)
         self._apply_limits(options.settings)
         self.configuration_log.append(("configure", unstructure(options)))
@@ -242,7 +261,8 @@ class PiServer(LanguageServer):
         from pi_sessiond.settings import DEFAULT_LAYER, Layer, file_layer, global_path, resolve
 
         layers = [DEFAULT_LAYER, file_layer("global", global_path()), Layer("initialize", settings or {})]
-        self._limit = resolve(layers).settings.daemon.max_message_bytes
+        daemon = resolve(layers).settings.daemon
+        self._limit, self._batch_items = daemon.max_message_bytes, daemon.max_batch_items
 
 
 def _options_object(raw: Any) -> Any:

@@ -69,6 +69,7 @@ from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.registry import OpenSession, Registry
 from pi_sessiond.service.settings_store import SettingsStore
+from pi_sessiond.settings.redact import redact_settings
 from pi_sessiond.store.fork import fork_session
 from pi_sessiond.store.guard import ChangedUnderneathError
 from pi_sessiond.summarizers.factory import make_summarizer
@@ -87,9 +88,13 @@ class Daemon:
         sessions_dir: Path | None = None,
         summarizer_factory: SummarizerFactory = make_summarizer,
         progress: ProgressFactory | None = None,
+        network_client: bool = False,
     ) -> None:
-        """``progress`` makes the bars of background auto-compactions (none when ``None``)."""
-        settings = SettingsStore()
+        """``progress`` makes the bars of background auto-compactions (none when ``None``).
+
+        ``network_client``: the client is on TCP or WebSocket (see :class:`SettingsStore`).
+        """
+        settings = SettingsStore(network_client=network_client)
         self.core = Core(
             events=events,
             hooks=hooks,
@@ -133,6 +138,10 @@ class Daemon:
     def max_message_bytes(self) -> int:
         """``daemon.maxMessageBytes`` daemon-wide (default < global < initialize): the framing limit."""
         return self.core.settings.settings().daemon.max_message_bytes
+
+    def max_batch_items(self) -> int:
+        """``daemon.maxBatchItems`` daemon-wide: the items one JSON-RPC batch may hold."""
+        return self.core.settings.settings().daemon.max_batch_items
 
     def _get(self, session_id: str) -> OpenSession:
         """The open session, with the lines other programs appended folded in."""
@@ -279,14 +288,14 @@ class Daemon:
         opened = self._get(params.session_id) if params.session_id is not None else None
         cwd = opened.session.cwd if opened is not None else None
         resolved = self.core.settings.resolved(opened.key if opened else None, cwd)
-        return SettingsResult(settings=unstructure(resolved.settings), sources=resolved.sources,
+        return SettingsResult(settings=redact_settings(unstructure(resolved.settings)), sources=resolved.sources,
                               errors=list(resolved.errors))
 
     def update_settings(self, params: UpdateSettingsParams) -> SettingsResult:
         """``pi/updateSettings``: merge into the session layer (or the initialize layer without a session)."""
         opened = self._get(params.session_id) if params.session_id is not None else None
         self.core.settings.update(params.settings, opened.key if opened else None)
-        return SettingsResult(settings=unstructure(self.core.settings_for(opened)))
+        return SettingsResult(settings=redact_settings(unstructure(self.core.settings_for(opened))))
 
 
 def _refresh(opened: OpenSession) -> None:

@@ -43,6 +43,7 @@ from pi_sessiond.pipeline.compaction import Reviewer, preview, session_reasoning
 from pi_sessiond.pipeline.navigation import BranchSummary, NavigationPlan
 from pi_sessiond.service.core import Core
 from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.settings.redact import redact_settings
 from pi_sessiond.store.session import Session
 
 T = TypeVar("T")
@@ -115,7 +116,7 @@ def hook_preparation(
     session's model (``compaction.modelOverrides``), as Pi's ``preparation.settings``.
     """
     shown = preview(prep, instructions, session_reasoning(opened.session), core.run_options(settings).limit)
-    in_force = unstructure(attrs.evolve(settings, compaction=prep.settings))
+    in_force = redact_settings(unstructure(attrs.evolve(settings, compaction=prep.settings)))
     return HookPreparation(**{f.name: getattr(shown, f.name) for f in attrs.fields(type(shown))}, settings=in_force)
 
 

@@ -1,7 +1,8 @@
 """The daemon's settings layers, with their sources and issues (PROTOCOL.md "Settings").
 
 Layers, lowest first: ``default`` < ``global`` (``<agent dir>/settings.json``)
-< ``project`` (``<cwd>/.pi/settings.json``) < ``initialize``
+< ``project`` (``<cwd>/.pi/settings.json``, only where Pi's trust store trusts
+``cwd``: :mod:`pi_sessiond.settings.trust`) < ``initialize``
 (``initializationOptions.settings``, then ``workspace/didChangeConfiguration``
 and ``pi/updateSettings`` without a session) < ``session``
 (``pi/updateSettings`` with a ``sessionId``). Merging, the project guard and
@@ -20,14 +21,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pi_protocol.settings import Settings
 from pi_sessiond.errors import InvalidParams
-from pi_sessiond.settings import DEFAULT_LAYER, Layer, Resolved, first_problem, merge, resolve
+from pi_sessiond.settings import DEFAULT_LAYER, Layer, Resolved, first_problem, merge, project_layer, resolve
 from pi_sessiond.settings.files import global_path, project_path, read_json_file
+from pi_sessiond.settings.trust import trust_decisions, trust_path
 
 JsonDict = dict[str, Any]
 log = logging.getLogger("pi_sessiond.service.settings")
@@ -43,10 +45,11 @@ class _CachedFile:
     settings file takes effect within that time, without a syscall per request.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, reader: Callable[[Path], Any] = read_json_file) -> None:
         self.path = path
+        self._reader = reader
         self._stamp: tuple[int, int] | None = None
-        self._data: JsonDict = {}
+        self._data: Any = {}
         self._checked = -RECHECK_SECONDS
 
     @property
@@ -54,7 +57,7 @@ class _CachedFile:
         """``(mtime_ns, size)`` at the last read, ``None`` when missing."""
         return self._stamp
 
-    def read(self) -> JsonDict:
+    def read(self) -> Any:
         now = time.monotonic()
         if now - self._checked < RECHECK_SECONDS:
             return self._data
@@ -66,19 +69,31 @@ class _CachedFile:
             return self._data
         stamp = (st.st_mtime_ns, st.st_size)
         if stamp != self._stamp:
-            self._data = read_json_file(self.path)
+            self._data = self._reader(self.path)
             self._stamp = stamp
         return self._data
 
 
-class SettingsStore:
-    """All settings layers; :meth:`settings` merges them for one session (or none)."""
+#: ``summarizer.*`` keys a network client (TCP, WebSocket) may set only with ``security.allowWireApiKeyEnv``.
+WIRE_GUARDED = ("apiKeyEnv", "baseUrl", "headers")
 
-    def __init__(self, initialize: Mapping[str, Any] | None = None) -> None:
+
+class SettingsStore:
+    """All settings layers; :meth:`settings` merges them for one session (or none).
+
+    ``network_client``: the layers a client sends come over TCP or WebSocket, so
+    they may not name the key's variable, redirect the summarizer or add
+    headers (:data:`WIRE_GUARDED`) unless the global file sets
+    ``security.allowWireApiKeyEnv`` (a stdio client was launched by the user).
+    """
+
+    def __init__(self, initialize: Mapping[str, Any] | None = None, *, network_client: bool = False) -> None:
+        self._network_client = network_client
         self._initialize: JsonDict = dict(initialize or {})
         self._sessions: dict[str, JsonDict] = {}
         self._files: dict[Path, _CachedFile] = {}
         self._global_path = global_path()
+        self._trust_path = trust_path()
         self._generation = 0
         self._cache: dict[tuple[Any, ...], Resolved] = {}
         self._reported: set[tuple[str, str, str]] = set()
@@ -87,17 +102,34 @@ class SettingsStore:
     def set_initialize(self, settings: Mapping[str, Any] | None) -> None:
         """Replace the initialize layer (``initializationOptions.settings`` or a configuration change)."""
         _refuse_invalid(settings or {})
+        self._refuse_over_wire(settings or {})
         self._initialize = dict(settings or {})
         self._changed()
 
     def update(self, settings: Mapping[str, Any], session_id: str | None = None) -> None:
         """Merge a partial update into the session layer of ``session_id`` (or the initialize layer)."""
         _refuse_invalid(settings)
+        self._refuse_over_wire(settings)
         if session_id is None:
             self._initialize = merge(self._initialize, settings)
         else:
             self._sessions[session_id] = merge(self._sessions.get(session_id, {}), settings)
         self._changed()
+
+    def _refuse_over_wire(self, settings: Mapping[str, Any]) -> None:
+        """:class:`InvalidParams` when a network client sets a :data:`WIRE_GUARDED` key without the global right."""
+        summarizer = settings.get("summarizer")
+        if not self._network_client or not isinstance(summarizer, Mapping):
+            return
+        named = [key for key in WIRE_GUARDED if key in summarizer]
+        if not named:
+            return
+        below = resolve([DEFAULT_LAYER, Layer("global", self._read(self._global_path))])
+        if not below.settings.security.allow_wire_api_key_env:
+            raise InvalidParams(
+                f"settings.summarizer.{named[0]}: may not be set over a network connection unless "
+                "security.allowWireApiKeyEnv is true in the global settings file"
+            )
 
     def forget(self, session_id: str) -> None:
         """Drop a closed session's layer."""
@@ -117,7 +149,7 @@ class SettingsStore:
         """The settings, the source layer of every dotted leaf key, and the issues of the files."""
         project = project_path(cwd) if cwd else None
         key = (session_id, cwd, self._generation, self._stamp(self._global_path),
-               self._stamp(project) if project is not None else None)
+               self._stamp(project) if project is not None else None, self._stamp(self._trust_path))
         cached = self._cache.get(key)
         if cached is None:
             if len(self._cache) > _CACHE_LIMIT:
@@ -127,13 +159,20 @@ class SettingsStore:
         return cached
 
     def layers(self, session_id: str | None = None, cwd: str | None = None) -> list[Layer]:
-        """The raw layers, lowest first (the project guard is applied when they are resolved)."""
-        global_, project = self._global_path, project_path(cwd) if cwd else None
+        """The raw layers, lowest first (the project guard is applied when they are resolved).
+
+        The project layer is refused when Pi's trust store does not trust ``cwd``.
+        """
+        global_data = self._read(self._global_path)
         session = self._sessions.get(session_id, {}) if session_id is not None else {}
+        project = Layer("project", {})
+        if cwd:
+            path = project_path(cwd)
+            project = project_layer(cwd, self._read(path), str(path), global_data, self._trust)
         return [
             DEFAULT_LAYER,
-            Layer("global", self._read(global_), str(global_)),
-            Layer("project", self._read(project) if project is not None else {}, str(project) if project else None),
+            Layer("global", global_data, str(self._global_path)),
+            project,
             Layer("initialize", self._initialize),
             Layer("session", session),
         ]
@@ -151,11 +190,15 @@ class SettingsStore:
         self._read(path)
         return self._files[path].stamp
 
-    def _read(self, path: Path) -> JsonDict:
+    def _read(self, path: Path) -> Any:
         cached = self._files.get(path)
         if cached is None:
-            cached = self._files[path] = _CachedFile(path)
+            reader = trust_decisions if path == self._trust_path else read_json_file
+            cached = self._files[path] = _CachedFile(path, reader)
         return cached.read()
+
+    def _trust(self) -> Any:
+        return self._read(self._trust_path)
 
 
 def _refuse_invalid(settings: Any) -> None:

@@ -24,6 +24,7 @@ from pi_protocol.settings import CompactionSettings, Settings
 from pi_sessiond.settings.check import first_problem
 from pi_sessiond.settings.files import global_path, project_path, read_json_file
 from pi_sessiond.settings.layers import DEFAULT_LAYER, LAYERS, Layer, Resolved, merge, resolve
+from pi_sessiond.settings.trust import trust_decisions, untrusted_reason
 
 log = logging.getLogger("pi_sessiond.settings")
 
@@ -40,6 +41,7 @@ __all__ = [
     "global_path",
     "load_settings",
     "merge",
+    "project_layer",
     "project_path",
     "read_json_file",
     "resolve",
@@ -47,10 +49,12 @@ __all__ = [
 
 
 def load_settings(cwd: str | None = None, overrides: Mapping[str, Any] | None = None) -> Resolved:
-    """Default < global < project of ``cwd`` (guarded) < ``overrides``, read now; issues are logged."""
-    layers = [DEFAULT_LAYER, file_layer("global", global_path())]
+    """Default < global < project of ``cwd`` (guarded, trusted) < ``overrides``, read now; issues are logged."""
+    global_layer = file_layer("global", global_path())
+    layers = [DEFAULT_LAYER, global_layer]
     if cwd:
-        layers.append(file_layer("project", project_path(cwd)))
+        path = project_path(cwd)
+        layers.append(project_layer(cwd, read_json_file(path), str(path), global_layer.data, trust_decisions))
     layers.append(Layer("initialize", dict(overrides or {})))
     resolved = resolve(layers)
     for issue in resolved.errors:
@@ -61,6 +65,18 @@ def load_settings(cwd: str | None = None, overrides: Mapping[str, Any] | None = 
 def file_layer(name: str, path: Path) -> Layer:
     """The layer ``name`` read from the settings file ``path``."""
     return Layer(name, read_json_file(path), str(path))
+
+
+def project_layer(
+    cwd: str, data: Mapping[str, Any], file: str, global_data: Mapping[str, Any], decisions: Any
+) -> Layer:
+    """The project layer of ``cwd``, refused when Pi's trust store does not trust ``cwd``.
+
+    ``decisions()`` gives the trust file's content (or why it is unusable);
+    it is called only when the project file sets something.
+    """
+    refused = untrusted_reason(cwd, decisions(), global_data.get("defaultProjectTrust")) if data else None
+    return Layer("project", data, file, refused)
 
 
 def compaction_for(compaction: CompactionSettings, model: Mapping[str, Any] | None) -> CompactionSettings:

@@ -6,11 +6,14 @@ Objects merge key by key; other values replace (``null`` included).
 
 :func:`resolve` is pure. For each layer, in order:
 
-1. The project guard: the project layer cannot change ``summarizer.*`` unless
+1. The project guard: a project layer whose ``refused`` says why (Pi's trust
+   store does not trust that folder, :mod:`.trust`) is skipped whole and
+   listed once; ``daemon.*`` and ``security.*`` are global-only (a cloned
+   repository cannot weaken durability or grant itself rights); and the
+   project layer cannot change ``summarizer.*`` unless
    ``security.allowProjectSummarizerSettings`` is true in a layer *below* it
-   (default or global) — a cloned repository must not redirect your key, and
-   it cannot grant itself that right. A guarded section is dropped and listed
-   as an issue of that file.
+   (default or global) — a cloned repository must not redirect your key. A
+   dropped section is listed as an issue of that file.
 2. :func:`~pi_sessiond.settings.check.check_layer`: unknown keys are dropped;
    a known key with an invalid value is dropped too — so the next lower layer's
    value shows through — and listed as ``{file, key, message}``.
@@ -38,15 +41,21 @@ LAYERS = ("default", "global", "project", "initialize", "session")
 PROJECT_GUARDED: dict[str, tuple[str, str]] = {
     "summarizer": ("security", "allowProjectSummarizerSettings"),
 }
+#: sections only the default and global layers may set below the client layers.
+GLOBAL_ONLY = ("daemon", "security")
 
 
 @attrs.frozen
 class Layer:
-    """One layer: its name (one of :data:`LAYERS`), raw partial settings, and the file it came from."""
+    """One layer: its name (one of :data:`LAYERS`), raw partial settings, and the file it came from.
+
+    ``refused``, when set, says why the whole layer is not applied (an untrusted project).
+    """
 
     name: str
     data: Mapping[str, Any]
     file: str | None = None
+    refused: str | None = None
 
 
 @attrs.frozen
@@ -80,7 +89,16 @@ def resolve(layers: Sequence[Layer]) -> Resolved:
 
 
 def _guarded(layer: Layer, below: JsonDict, where: str, errors: list[SettingsIssue]) -> Mapping[str, Any]:
+    if layer.refused is not None:
+        if layer.data:
+            errors.append(SettingsIssue(file=where, key="*", message=layer.refused))
+        return {}
     data = layer.data
+    for name in GLOBAL_ONLY:
+        if name in data:
+            data = {k: v for k, v in data.items() if k != name}
+            message = f"ignored: {name}.* is global-only (set it in the global settings file)"
+            errors.append(SettingsIssue(file=where, key=name, message=message))
     for guarded, (section, key) in PROJECT_GUARDED.items():
         if guarded in data and (below.get(section) or {}).get(key) is not True:
             data = {k: v for k, v in data.items() if k != guarded}

@@ -35,9 +35,26 @@ class SummarizerConfigError(SummarizerError):
     """The summarizer settings are unusable (unknown provider, missing model or key)."""
 
 
-def redact(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` with every non-trivial secret replaced by ``***``."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
+def redact(text: str, secrets: Iterable[str | None], *, cut: bool = False) -> str:
+    """``text`` with every non-trivial secret replaced by ``***``.
+
+    ``cut``: ``text`` was cut off (a body read up to a limit), so a secret's
+    beginning (4 characters or more) at its very end is masked too. Mask
+    first, truncate after (:func:`mask_then_truncate`): a key straddling the
+    cut must never show its first characters.
+    """
+    kept = [s for s in secrets if s and len(s) >= 4]
+    for secret in kept:
+        text = text.replace(secret, "***")
+    if cut:
+        for secret in kept:
+            for size in range(min(len(secret), len(text)) - 1, 3, -1):
+                if text.endswith(secret[:size]):
+                    text = text[:-size] + "***"
+                    break
     return text
+
+
+def mask_then_truncate(text: str, secrets: Iterable[str | None], limit: int, *, cut: bool = False) -> str:
+    """``text`` masked (:func:`redact`) and only then cut to ``limit`` characters."""
+    return redact(text, secrets, cut=cut)[:limit]

@@ -34,19 +34,22 @@ import math
 import re
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import certifi
 import httpx
 
+from pi_protocol.settings import SENSITIVE_HEADER
+
 from .base import JsonDict, ProgressCallback, SummaryRequest, SummaryResult
 from .config import SummarizerSettings
-from .errors import ContextLengthError, SummarizerConfigError, SummarizerError, redact
+from .errors import ContextLengthError, SummarizerConfigError, SummarizerError, mask_then_truncate, redact
 
 MAX_ERROR_BODY = 64 * 1024
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
-_SENSITIVE_HEADER = re.compile(r"auth|key|token|secret|cookie|password", re.IGNORECASE)
+_SENSITIVE_HEADER = SENSITIVE_HEADER
+MAX_ERROR_TEXT = 1000
 
 # Pi's isContextOverflow (reference §9.2), case-insensitive.
 _OVERFLOW = re.compile(
@@ -126,21 +129,27 @@ def make_timeout(timeout_seconds: float) -> httpx.Timeout:
     return httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, 30.0))
 
 
-def error_message_from_body(body: bytes) -> tuple[str, str | None]:
-    """The provider's own message (and error code) from an error body of either wire format."""
-    text = body.decode("utf-8", errors="replace").strip()
+def error_message_from_body(
+    body: bytes, secrets: Iterable[str | None] = (), *, cut: bool = False
+) -> tuple[str, str | None]:
+    """The provider's own message (and error code) from an error body of either wire format.
+
+    Secrets are masked in the whole body before anything is cut to
+    :data:`MAX_ERROR_TEXT` (``cut``: the body itself was read only up to a limit).
+    """
+    text = redact(body.decode("utf-8", errors="replace").strip(), secrets, cut=cut)
     try:
         data = json.loads(text)
     except ValueError:
-        return text[:1000], None
+        return text[:MAX_ERROR_TEXT], None
     error = data.get("error", data) if isinstance(data, dict) else data
     if isinstance(error, dict):
         message = error.get("message") or error.get("type") or text
         code = error.get("code") or error.get("type")
-        return str(message)[:1000], str(code) if code is not None else None
+        return mask_then_truncate(str(message), secrets, MAX_ERROR_TEXT), str(code) if code is not None else None
     if isinstance(error, str):
-        return error[:1000], None
-    return text[:1000], None
+        return error[:MAX_ERROR_TEXT], None
+    return text[:MAX_ERROR_TEXT], None
 
 
 class ProgressMeter:
@@ -247,6 +256,8 @@ class HttpSummarizer:
                 ) as response:
                     if response.status_code >= 400:
                         raise await self._status_error(response)
+                    if response.status_code >= 300:
+                        raise self._redirect_error(response)
                     return await self.read_stream(response, meter)
         except TimeoutError as exc:
             raise self.error(f"no complete answer within {self.attempt_deadline:.0f}s", retryable=True) from exc
@@ -257,13 +268,20 @@ class HttpSummarizer:
         except httpx.HTTPError as exc:
             raise self.error(f"request failed ({type(exc).__name__}: {exc})") from exc
 
+    def _redirect_error(self, response: httpx.Response) -> SummarizerError:
+        """A 3xx: redirects are never followed (the key would travel with them to the new host)."""
+        where = response.headers.get("location") or "(no Location)"
+        return self.error(f"HTTP {response.status_code}: the server redirects to {where[:300]}; redirects are not "
+                          "followed, so the key stays with summarizer.baseUrl: set it to the final URL",
+                          status=response.status_code)
+
     async def _status_error(self, response: httpx.Response) -> SummarizerError:
         body = bytearray()
         async for chunk in response.aiter_bytes():
             body += chunk
             if len(body) >= MAX_ERROR_BODY:
                 break
-        message, code = error_message_from_body(bytes(body))
+        message, code = error_message_from_body(bytes(body), self._secrets, cut=len(body) >= MAX_ERROR_BODY)
         return self.status_error(response.status_code, message, code, parse_retry_after(response.headers))
 
     def status_error(
