@@ -13,6 +13,7 @@ from typing import Any, Literal
 import attrs
 
 from pi_protocol.base import JsonDict, extra_field, keep_null
+from pi_protocol.entries import RawEntry
 from pi_protocol.messages import Usage
 from pi_protocol.params import ProgressToken
 from pi_protocol.results import HookPreparation, Reason
@@ -44,7 +45,10 @@ class SummarizeParams:
 
     The session is named by ``session_id`` (an open session) or ``path`` (opened
     read-only if needed). ``for_request`` names a forwarded ``pi/compact`` whose
-    job slot and progress token this call reuses.
+    job slot and progress token this call reuses. ``kind: "branchSummary"``
+    summarizes ``entries_to_summarize`` (Pi's ``session_before_tree``
+    preparation, oldest first) instead; ``replace_instructions`` as in
+    ``pi/navigateTree``.
     """
 
     session_id: str | None = None
@@ -53,6 +57,9 @@ class SummarizeParams:
     reason: Reason = "manual"
     custom_instructions: str | None = None
     for_request: str | None = None
+    kind: Literal["compaction", "branchSummary"] = "compaction"
+    entries_to_summarize: list[RawEntry] | None = None
+    replace_instructions: bool = False
     work_done_token: ProgressToken | None = None
     extra: JsonDict = extra_field()
 

@@ -23,6 +23,7 @@ from pi_protocol import (
     methods,
     unstructure,
 )
+from pi_protocol.live import Draft, SummarizeParams
 from pi_protocol.params import (
     AppendParams,
     CompactParams,
@@ -56,7 +57,7 @@ from pi_protocol.results import (
     TreeResult,
 )
 from pi_sessiond.errors import InvalidParams
-from pi_sessiond.service import appending, compaction, stats, tree, views
+from pi_sessiond.service import appending, compaction, live, stats, tree, views
 from pi_sessiond.service.core import Core, SummarizerFactory, apply_durability
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
@@ -247,6 +248,10 @@ class Daemon:
         return await tree.navigate(self.core, self._get(params.session_id), params, progress)
 
     # -------------------------------------------------------------- settings
+    async def summarize(self, params: SummarizeParams, progress: ProgressFactory) -> Draft:
+        """``pi/summarize``: a DRAFT, nothing written (the Pi extension's summaries)."""
+        return await live.summarize(self.core, params, progress)
+
     def get_settings(self, params: GetSettingsParams) -> SettingsResult:
         """``pi/getSettings``: the merged settings (known keys), each leaf key's source, the files' issues."""
         opened = self._get(params.session_id) if params.session_id is not None else None
