@@ -19,7 +19,6 @@ import os
 import sys
 from pathlib import Path
 
-from pi_sessiond.cli.common import CliError
 from pi_sessiond.store import lockinfo
 from pi_sessiond.store.guard import locked_error
 
@@ -28,15 +27,14 @@ HELP = "hold a session's write lock for a live Pi until stdin closes"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="the session file (it need not exist yet)")
+    parser.add_argument("file", metavar="FILE", help="the session file (neither it nor its folder need exist yet)")
     parser.add_argument("--pid", type=int, default=None, help="the Pi's pid recorded in the lock (default: the parent)")
     parser.add_argument("--socket", default=None, help="where the Pi accepts forwarded requests")
 
 
 def run(args: argparse.Namespace) -> int:
     session = Path(args.file).absolute()
-    if not session.parent.is_dir():
-        raise CliError(f"{session.parent}: no such directory")
+    session.parent.mkdir(parents=True, exist_ok=True)  # Pi creates its session folder with the first write
     path = lockinfo.lock_path(session)
     handle = open(path, "a+b")  # noqa: SIM115 - held until stdin closes
     try:
