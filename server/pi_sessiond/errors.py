@@ -113,3 +113,11 @@ class SummaryIncomplete(PiError):
     """
 
     reason = "summaryIncomplete"
+
+
+class LiveWriter(PiError):
+    """A live Pi holds the session and the operation cannot be carried out by Pi, or another program
+    appended to it lately. ``data`` may have ``holder``, ``piCommand`` (what to type in Pi) and
+    ``lastForeignAppend``."""
+
+    reason = "liveWriter"

@@ -57,7 +57,7 @@ from pi_protocol.results import (
     TreeResult,
 )
 from pi_sessiond.errors import InvalidParams
-from pi_sessiond.service import appending, compaction, live, stats, tree, views
+from pi_sessiond.service import appending, compaction, forwarding, live, stats, tree, views
 from pi_sessiond.service.core import Core, SummarizerFactory, apply_durability
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
@@ -233,7 +233,11 @@ class Daemon:
     # ----------------------------------------------------------- summarizers
     async def compact(self, params: CompactParams, progress: ProgressFactory) -> CompactResult:
         """``pi/compact``: ``Busy`` beside another job of the session or at the global limit."""
-        return await compaction.manual(self.core, self._get(params.session_id), params, progress)
+        opened = self._get(params.session_id)
+        holder = forwarding.live_pi(opened.session.path)
+        if holder is not None:  # a live Pi holds it: Pi compacts (its leaf moves on)
+            return await forwarding.compact_in_pi(self.core, opened, holder, params, progress)
+        return await compaction.manual(self.core, opened, params, progress)
 
     def preview_compaction(self, params: CompactParams) -> CompactionPreview:
         """``compact --dry-run`` (not a wire method): what ``pi/beforeCompact`` would show, without settings."""

@@ -52,6 +52,9 @@ def opened_for(core: Core, params: SummarizeParams) -> OpenSession:
 async def summarize(core: Core, params: SummarizeParams, progress: ProgressFactory) -> Draft:
     """``pi/summarize``: a job of the session that returns a DRAFT and writes nothing."""
     opened = opened_for(core, params)
+    reuse = core.forwarded.get(params.for_request) if params.for_request else None
+    if reuse is not None:  # Pi's half of a forwarded pi/compact: its job slot and progress bar
+        return await _draft(core, opened, params, reuse)
     kind = params.kind
     title = "Summarizing branch" if kind == "branchSummary" else "Compacting session"
 

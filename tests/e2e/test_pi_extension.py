@@ -1,0 +1,264 @@
+"""The Pi extension (editors/pi) inside the real Pi 1.6.0 agent, in RPC mode, on Node 24.
+
+Pi's model is the loopback provider (``tests/loopback_provider.py``) through a
+``models.json`` custom provider in a temporary ``PI_CODING_AGENT_DIR``, with a
+small context window so that a threshold auto-compaction happens after a few
+prompts. The daemon's summarizer is the offline one, so a summary that Pi
+made itself (through the loopback) is told apart from the daemon's: the
+loopback's answers name their model ("loopback model loopm").
+
+Checked: a threshold auto-compaction in Pi uses the daemon's summary; Pi holds
+the session's lock, so a second writer is refused with ``locked`` naming Pi
+and its pid (reading still works); a ``pi/compact`` sent to a daemon for the
+live session is carried out by Pi; Pi's next message continues after that
+compaction (its context holds the summary); ``pi/navigateTree`` answers
+``liveWriter`` with the command to type in Pi; killing Pi releases the lock.
+Skipped (failed under CI) only when Node 24 or Pi 1.6.0 is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+from pygls.exceptions import JsonRpcException
+from tests.conftest import REPO, require
+from tests.e2e.daemon_client import Daemons, call, daemons_fixture, progress_kinds  # noqa: F401
+from tests.loopback_provider import LoopbackProvider, first_user_text
+
+from pi_sessiond.store import lockinfo
+from pi_sessiond.store.guard import LockedError
+from pi_sessiond.store.session import Session
+
+PI_CLI = REPO / "tests" / "parity" / "node_modules" / "@earendil-works" / "pi-coding-agent" / "dist" / "bundle" / "cli.js"
+EXTENSION = REPO / "editors" / "pi"
+DEADLINE = 120.0
+LOOPBACK_MARK = "loopback model loopm"
+PROMPT = "Please explain the parser module in detail, step by step. " * 12
+pytestmark = pytest.mark.filterwarnings("ignore::pytest_lsp.LspSpecificationWarning")
+
+
+def node24() -> Path | None:
+    done = subprocess.run(["bash", str(REPO / "scripts" / "install-tools.sh"), "--print-node24"],
+                          capture_output=True, text=True, timeout=60)
+    path = Path(done.stdout.strip())
+    return path if done.returncode == 0 and path.is_file() and os.access(path, os.X_OK) else None
+
+
+@pytest.fixture(scope="module")
+def extension() -> Path:
+    """``editors/pi`` built (``npm ci`` once, then ``npm run build``)."""
+    require(shutil.which("npm") is not None, "npm is needed to build editors/pi")
+    run = {"cwd": EXTENSION, "capture_output": True, "text": True, "stdin": subprocess.DEVNULL}
+    if not (EXTENSION / "node_modules").is_dir():
+        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], timeout=600, **run)  # type: ignore[call-overload]
+        assert done.returncode == 0, done.stderr[-4000:]
+    done = subprocess.run(["npm", "run", "build"], timeout=300, **run)  # type: ignore[call-overload]
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    return EXTENSION / "dist" / "index.js"
+
+
+class PiRpc:
+    """``pi --mode rpc`` as a child: commands in, every record kept (a reader thread queues them)."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str], stderr: IO[str]) -> None:
+        self.process = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=stderr)
+        self.records: list[dict[str, Any]] = []
+        self._queue: queue.Queue[dict[str, Any]] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self._ids = 0
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.strip():
+                self._queue.put(json.loads(line))
+
+    def send(self, command: dict[str, Any]) -> str:
+        self._ids += 1
+        ident = f"c{self._ids}"
+        assert self.process.stdin is not None
+        self.process.stdin.write((json.dumps({"id": ident, **command}) + "\n").encode())
+        self.process.stdin.flush()
+        return ident
+
+    def wait(self, predicate: Callable[[dict[str, Any]], bool], what: str, timeout: float = DEADLINE) -> dict[str, Any]:
+        """The next record (after those already seen) matching ``predicate``."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                record = self._queue.get(timeout=0.5)
+            except queue.Empty:
+                if self.process.poll() is not None:
+                    pytest.fail(f"Pi exited ({self.process.returncode}) while waiting for {what}")
+                continue
+            self.records.append(record)
+            if predicate(record):
+                return record
+        pytest.fail(f"timed out after {timeout}s waiting for {what}")
+
+    def command(self, command: dict[str, Any]) -> Any:
+        ident = self.send(command)
+        answer = self.wait(lambda r: r.get("id") == ident and r.get("type") == "response", command["type"])
+        assert answer["success"], answer
+        return answer.get("data")
+
+    def prompt(self, text: str) -> None:
+        self.command({"type": "prompt", "message": text})
+        self.wait(lambda r: r.get("type") == "agent_settled", "agent_settled")
+
+    def seen(self, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("type") == kind]
+
+
+@pytest.fixture
+def pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[PiRpc, LoopbackProvider]]:
+    node = node24()
+    require(node is not None, "Node 24 is missing: run scripts/install-tools.sh node24")
+    require(PI_CLI.is_file(), f"Pi 1.6.0 is missing at {PI_CLI}: npm ci --prefix tests/parity")
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    runtime = Path(tempfile.mkdtemp(prefix="pisd-"))  # short: socket paths are limited to 107 bytes
+    with LoopbackProvider() as loopback:
+        model = {"id": "loopm", "contextWindow": 3000, "maxTokens": 500,
+                 "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}
+        provider = {"baseUrl": loopback.base_url + "/v1", "api": "openai-completions", "apiKey": "k",
+                    "models": [model]}
+        (agent / "models.json").write_text(json.dumps({"providers": {"loop": provider}}))
+        settings = {"compaction": {"enabled": True, "reserveTokens": 1000, "keepRecentTokens": 150}}
+        (agent / "settings.json").write_text(json.dumps(settings))
+        monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))  # the test's daemons read the same settings
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        env = {**os.environ, "PI_OFFLINE": "1",
+               "PI_SESSIOND_COMMAND": json.dumps([sys.executable, "-m", "pi_sessiond"])}
+        argv = [str(node), str(PI_CLI), "--mode", "rpc", "--provider", "loop", "--model", "loopm",
+                "--no-tools", "-e", str(extension)]
+        with open(tmp_path / "pi.stderr", "w") as stderr:
+            rpc = PiRpc(argv, work, env, stderr)
+            try:
+                yield rpc, loopback
+            finally:
+                if rpc.process.poll() is None:
+                    rpc.process.kill()
+                rpc.process.wait(timeout=60)
+                shutil.rmtree(runtime, ignore_errors=True)
+
+
+def session_of(rpc: PiRpc) -> Path:
+    state = rpc.command({"type": "get_state"})
+    return Path(state["sessionFile"])
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def held_by_pi(path: Path, pid: int) -> bool:
+    body = lockinfo.read_body(lockinfo.lock_path(path))
+    return body is not None and body.program == "pi" and body.pid == pid
+
+
+def poll(predicate: Callable[[], bool], what: str, timeout: float = DEADLINE) -> None:
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def pi_summary_requests(loopback: LoopbackProvider) -> list[Any]:
+    """Requests Pi's own summarizer sent (its summarization prompt wraps the conversation)."""
+    return [r for r in loopback.requests if "<conversation>" in first_user_text(r.body)]
+
+
+def refused_writer(path: Path) -> LockedError:
+    session = Session.open(path)
+    try:
+        session.append([{"type": "session_info", "name": "second writer"}])
+    except LockedError as exc:
+        return exc
+    finally:
+        session.close()
+    pytest.fail("a second writer was not refused while Pi holds the session")
+
+
+async def test_pi_with_the_extension_uses_the_daemon_and_carries_out_editors_compactions(
+    pi: tuple[PiRpc, LoopbackProvider], daemons: Daemons
+) -> None:
+    rpc, loopback = pi
+    path = session_of(rpc)
+    for n in range(10):  # a threshold auto-compaction after a few prompts (window 3000, reserve 1000)
+        rpc.prompt(f"Message {n}: {PROMPT}")
+        if rpc.seen("compaction_end"):
+            break
+    [end] = rpc.seen("compaction_end")[:1]
+    assert end["reason"] == "threshold" and not end.get("errorMessage"), end
+    poll(lambda: path.is_file() and held_by_pi(path, rpc.process.pid), "Pi's lock body")
+    compactions = [e for e in lines(path) if e["type"] == "compaction"]
+    assert compactions and all(c["fromHook"] is True for c in compactions)  # the extension supplied them
+    assert LOOPBACK_MARK not in compactions[0]["summary"]  # the daemon's (offline) summarizer wrote it
+    assert pi_summary_requests(loopback) == []  # Pi's own summarizer never ran
+    assert not [r for r in rpc.records if r.get("method") == "notify"]  # no fallback warning
+
+    refused = refused_writer(path)  # a second writer is refused, naming Pi
+    assert refused.data["holder"]["program"] == "pi" and refused.data["holder"]["pid"] == rpc.process.pid
+    assert f"pid {rpc.process.pid}" in refused.message
+
+    rpc.prompt(f"Now the lexer: {PROMPT}")  # the leaf is a message again: there is something to compact
+    client = await daemons.start()
+    sid = (await call(client, "pi/openSession", {"path": str(path)}))["sessionId"]
+    before = len(lines(path))
+    result = await call(client, "pi/compact", {"sessionId": sid, "workDoneToken": "fwd"}, timeout=DEADLINE)
+    written = lines(path)
+    assert len(written) == before + 1 and written[-1] == result["entry"]  # Pi wrote it: one entry
+    assert result["entry"]["type"] == "compaction" and result["entry"]["fromHook"] is True
+    assert LOOPBACK_MARK not in result["entry"]["summary"]
+    assert 0 < result["estimatedTokensAfter"] < result["tokensBefore"]
+    assert progress_kinds(client, "fwd")[0] == "Begin" and progress_kinds(client, "fwd")[-1] == "End"
+    assert pi_summary_requests(loopback) == []
+    with pytest.raises(JsonRpcException) as moved:
+        await call(client, "pi/navigateTree", {"sessionId": sid, "targetId": written[3]["id"]})
+    assert moved.value.data["reason"] == "liveWriter" and moved.value.data["piCommand"].startswith("/tree")
+
+    asked = len(loopback.requests)
+    rpc.prompt("What did we do so far?")  # Pi's next message continues after the compaction
+    after = lines(path)
+    chain = {e["id"]: e for e in after}
+    leaf = after[-1]
+    ancestors = []
+    while leaf is not None:
+        ancestors.append(leaf["id"])
+        leaf = chain.get(leaf.get("parentId"))
+    assert result["entry"]["id"] in ancestors
+    sent = json.dumps(loopback.requests[asked].body)
+    assert result["entry"]["summary"].splitlines()[1][:40] in sent.replace("\\n", "\n")
+
+    os.kill(rpc.process.pid, signal.SIGKILL)  # a killed Pi frees the lock
+    rpc.process.wait(timeout=60)
+    poll(lambda: _writable(path), "the lock to be released after Pi was killed")
+
+
+def _writable(path: Path) -> bool:
+    session = Session.open(path)
+    try:
+        session.append([{"type": "session_info", "name": "after Pi"}])
+        return True
+    except LockedError:
+        return False
+    finally:
+        session.close()
