@@ -18,6 +18,8 @@ Skipped (failed under CI) only when Node 24 or Pi 1.6.0 is missing.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import queue
@@ -35,14 +37,22 @@ from typing import IO, Any
 import pytest
 from pygls.exceptions import JsonRpcException
 from tests.conftest import REPO, require
-from tests.e2e.daemon_client import Daemons, call, daemons_fixture, progress_kinds  # noqa: F401
+from tests.e2e.daemon_client import (  # noqa: F401 - daemons_fixture provides `daemons`
+    Daemons,
+    call,
+    cancel,
+    daemons_fixture,
+    progress_kinds,
+    settle,
+)
 from tests.loopback_provider import LoopbackProvider, first_user_text
 
 from pi_sessiond.store import lockinfo
 from pi_sessiond.store.guard import LockedError
 from pi_sessiond.store.session import Session
 
-PI_CLI = REPO / "tests" / "parity" / "node_modules" / "@earendil-works" / "pi-coding-agent" / "dist" / "bundle" / "cli.js"
+PI_PACKAGE = REPO / "tests" / "parity" / "node_modules" / "@earendil-works" / "pi-coding-agent"
+PI_CLI = PI_PACKAGE / "dist" / "bundle" / "cli.js"
 EXTENSION = REPO / "editors" / "pi"
 DEADLINE = 120.0
 LOOPBACK_MARK = "loopback model loopm"
@@ -124,39 +134,68 @@ class PiRpc:
         return [r for r in self.records if r.get("type") == kind]
 
 
+Started = tuple[PiRpc, LoopbackProvider]
+
+
 @pytest.fixture
-def pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[PiRpc, LoopbackProvider]]:
+def start_pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Started]]:
+    """``start_pi(command=…, summarizer=…)``: Pi with the extension, its model on a fresh loopback provider.
+
+    ``command`` is the extension's ``PI_SESSIOND_COMMAND`` (default: this interpreter's pi_sessiond);
+    ``summarizer`` the daemons' ``summarizer`` settings (default: the offline one).
+    """
     node = node24()
     require(node is not None, "Node 24 is missing: run scripts/install-tools.sh node24")
     require(PI_CLI.is_file(), f"Pi 1.6.0 is missing at {PI_CLI}: npm ci --prefix tests/parity")
-    agent = tmp_path / "agent"
-    agent.mkdir()
-    work = tmp_path / "work"
-    work.mkdir()
+    started: list[PiRpc] = []
     runtime = Path(tempfile.mkdtemp(prefix="pisd-"))  # short: socket paths are limited to 107 bytes
-    with LoopbackProvider() as loopback:
-        model = {"id": "loopm", "contextWindow": 3000, "maxTokens": 500,
-                 "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}
-        provider = {"baseUrl": loopback.base_url + "/v1", "api": "openai-completions", "apiKey": "k",
-                    "models": [model]}
-        (agent / "models.json").write_text(json.dumps({"providers": {"loop": provider}}))
-        settings = {"compaction": {"enabled": True, "reserveTokens": 1000, "keepRecentTokens": 150}}
-        (agent / "settings.json").write_text(json.dumps(settings))
-        monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))  # the test's daemons read the same settings
-        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-        env = {**os.environ, "PI_OFFLINE": "1",
-               "PI_SESSIOND_COMMAND": json.dumps([sys.executable, "-m", "pi_sessiond"])}
-        argv = [str(node), str(PI_CLI), "--mode", "rpc", "--provider", "loop", "--model", "loopm",
-                "--no-tools", "-e", str(extension)]
-        with open(tmp_path / "pi.stderr", "w") as stderr:
+    with contextlib.ExitStack() as stack:
+        loopback = stack.enter_context(LoopbackProvider())
+
+        def start(command: list[str] | None = None, summarizer: dict[str, Any] | None = None) -> Started:
+            agent, work = tmp_path / "agent", tmp_path / "work"
+            agent.mkdir()
+            work.mkdir()
+            model = {"id": "loopm", "contextWindow": 3000, "maxTokens": 500,
+                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}
+            provider = {"baseUrl": loopback.base_url + "/v1", "api": "openai-completions", "apiKey": "k",
+                        "models": [model]}
+            (agent / "models.json").write_text(json.dumps({"providers": {"loop": provider}}))
+            settings: dict[str, Any] = {"compaction": {"enabled": True, "reserveTokens": 1000,
+                                                       "keepRecentTokens": 150}}
+            if summarizer is not None:
+                settings["summarizer"] = summarizer
+            (agent / "settings.json").write_text(json.dumps(settings))
+            monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))  # the test's daemons read the same settings
+            monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+            monkeypatch.setenv("LOOPBACK_KEY", "k")
+            sessiond = command if command is not None else [sys.executable, "-m", "pi_sessiond"]
+            env = {**os.environ, "PI_OFFLINE": "1", "PI_SESSIOND_COMMAND": json.dumps(sessiond)}
+            argv = [str(node), str(PI_CLI), "--mode", "rpc", "--provider", "loop", "--model", "loopm",
+                    "--no-tools", "-e", str(extension)]
+            stderr = stack.enter_context(open(tmp_path / "pi.stderr", "w"))
             rpc = PiRpc(argv, work, env, stderr)
-            try:
-                yield rpc, loopback
-            finally:
+            started.append(rpc)
+            return rpc, loopback
+
+        try:
+            yield start
+        finally:
+            for rpc in started:
                 if rpc.process.poll() is None:
                     rpc.process.kill()
                 rpc.process.wait(timeout=60)
-                shutil.rmtree(runtime, ignore_errors=True)
+            shutil.rmtree(runtime, ignore_errors=True)
+
+
+def compact_until_threshold(rpc: PiRpc) -> dict[str, Any]:
+    """Prompt until Pi auto-compacts at its threshold (window 3000, reserve 1000); its ``compaction_end``."""
+    for n in range(10):
+        rpc.prompt(f"Message {n}: {PROMPT}")
+        if rpc.seen("compaction_end"):
+            break
+    [end] = rpc.seen("compaction_end")[:1]
+    return end
 
 
 def session_of(rpc: PiRpc) -> Path:
@@ -198,17 +237,16 @@ def refused_writer(path: Path) -> LockedError:
 
 
 async def test_pi_with_the_extension_uses_the_daemon_and_carries_out_editors_compactions(
-    pi: tuple[PiRpc, LoopbackProvider], daemons: Daemons
+    start_pi: Callable[..., Started], daemons: Daemons
 ) -> None:
-    rpc, loopback = pi
+    rpc, loopback = start_pi()
     path = session_of(rpc)
-    for n in range(10):  # a threshold auto-compaction after a few prompts (window 3000, reserve 1000)
-        rpc.prompt(f"Message {n}: {PROMPT}")
-        if rpc.seen("compaction_end"):
-            break
-    [end] = rpc.seen("compaction_end")[:1]
+    end = compact_until_threshold(rpc)
     assert end["reason"] == "threshold" and not end.get("errorMessage"), end
     poll(lambda: path.is_file() and held_by_pi(path, rpc.process.pid), "Pi's lock body")
+    body = lockinfo.read_body(lockinfo.lock_path(path))
+    assert body is not None and body.socket == str(lockinfo.pi_socket_path(path))  # TS and Python agree
+    assert Path(body.socket).is_socket() and Path(body.socket).stat().st_mode & 0o777 == 0o600
     compactions = [e for e in lines(path) if e["type"] == "compaction"]
     assert compactions and all(c["fromHook"] is True for c in compactions)  # the extension supplied them
     assert LOOPBACK_MARK not in compactions[0]["summary"]  # the daemon's (offline) summarizer wrote it
@@ -262,3 +300,56 @@ def _writable(path: Path) -> bool:
         return False
     finally:
         session.close()
+
+
+def notices(rpc: PiRpc) -> list[str]:
+    """What the extension told the user (``ctx.ui.notify`` arrives as an RPC extension UI request)."""
+    return [str(r.get("message")) for r in rpc.records
+            if r.get("type") == "extension_ui_request" and r.get("method") == "notify"]
+
+
+async def test_without_a_daemon_pi_summarizes_itself_and_the_user_is_told_once(
+    start_pi: Callable[..., Started], tmp_path: Path
+) -> None:
+    rpc, loopback = start_pi(command=[str(tmp_path / "no-such-pi-sessiond")])
+    path = session_of(rpc)
+    end = compact_until_threshold(rpc)
+    assert end["reason"] == "threshold" and not end.get("errorMessage"), end
+    compactions = [e for e in lines(path) if e["type"] == "compaction"]
+    assert compactions and LOOPBACK_MARK in compactions[0]["summary"]  # Pi's own summarizer ran
+    assert compactions[0]["fromHook"] is False
+    assert pi_summary_requests(loopback)
+    told = notices(rpc)
+    assert len(told) == 1 and told[0].startswith("pi-sessiond: "), told
+
+
+async def test_cancelling_a_forwarded_compaction_cancels_it_in_pi(
+    start_pi: Callable[..., Started], daemons: Daemons
+) -> None:
+    rpc, loopback = start_pi(summarizer={"provider": "openai", "baseUrl": "", "model": "loopm",
+                                         "apiKeyEnv": "LOOPBACK_KEY"})
+    loopback_url = loopback.base_url + "/v1"
+    settings_file = Path(os.environ["PI_CODING_AGENT_DIR"]) / "settings.json"
+    settings = json.loads(settings_file.read_text())
+    settings["summarizer"]["baseUrl"] = loopback_url
+    settings["compaction"]["enabled"] = False  # no threshold compaction: only the forwarded one
+    settings_file.write_text(json.dumps(settings))
+    path = session_of(rpc)
+    for n in range(3):
+        rpc.prompt(f"Message {n}: {PROMPT}")
+    before = path.read_bytes()
+    loopback.set_default("stall")  # the daemon's summary never comes
+    client = await daemons.start()
+    sid = (await call(client, "pi/openSession", {"path": str(path)}))["sessionId"]
+    pending = asyncio.wrap_future(client.protocol.send_request("pi/compact", {"sessionId": sid}, msg_id="fwd-1"))
+    summary_sent = lambda: [r for r in loopback.requests if "<conversation>" in first_user_text(r.body)]  # noqa: E731
+    await settle(summary_sent, timeout=DEADLINE, what="the daemon's summary request")
+    cancel(client, "fwd-1")
+    with pytest.raises(JsonRpcException) as cancelled:
+        await asyncio.wait_for(pending, DEADLINE)
+    assert cancelled.value.code == -32800
+    failed = rpc.wait(lambda r: r.get("type") == "compaction_end", "Pi's compaction_end")
+    assert failed.get("aborted") is True or failed.get("errorMessage"), failed
+    await settle(lambda: all(r.disconnected_at is not None for r in summary_sent()), timeout=DEADLINE,
+                 what="the summary request to be dropped")
+    assert path.read_bytes() == before  # nothing written
