@@ -139,10 +139,11 @@ Started = tuple[PiRpc, LoopbackProvider]
 
 @pytest.fixture
 def start_pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Started]]:
-    """``start_pi(command=…, summarizer=…)``: Pi with the extension, its model on a fresh loopback provider.
+    """``start_pi(command=…, summarizer=…, installed=…)``: Pi with the extension, its model on a loopback provider.
 
     ``command`` is the extension's ``PI_SESSIOND_COMMAND`` (default: this interpreter's pi_sessiond);
-    ``summarizer`` the daemons' ``summarizer`` settings (default: the offline one).
+    ``summarizer`` the daemons' ``summarizer`` settings (default: the offline one); ``installed`` loads
+    the extension from ``<agent dir>/extensions/`` (its ``package.json`` manifest) instead of ``-e``.
     """
     node = node24()
     require(node is not None, "Node 24 is missing: run scripts/install-tools.sh node24")
@@ -152,7 +153,8 @@ def start_pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     with contextlib.ExitStack() as stack:
         loopback = stack.enter_context(LoopbackProvider())
 
-        def start(command: list[str] | None = None, summarizer: dict[str, Any] | None = None) -> Started:
+        def start(command: list[str] | None = None, summarizer: dict[str, Any] | None = None,
+                  installed: bool = False) -> Started:
             agent, work = tmp_path / "agent", tmp_path / "work"
             agent.mkdir()
             work.mkdir()
@@ -171,8 +173,12 @@ def start_pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
             monkeypatch.setenv("LOOPBACK_KEY", "k")
             sessiond = command if command is not None else [sys.executable, "-m", "pi_sessiond"]
             env = {**os.environ, "PI_OFFLINE": "1", "PI_SESSIOND_COMMAND": json.dumps(sessiond)}
-            argv = [str(node), str(PI_CLI), "--mode", "rpc", "--provider", "loop", "--model", "loopm",
-                    "--no-tools", "-e", str(extension)]
+            argv = [str(node), str(PI_CLI), "--mode", "rpc", "--provider", "loop", "--model", "loopm", "--no-tools"]
+            if installed:  # as the README installs it: a folder in the agent dir, found by its package.json
+                (agent / "extensions").mkdir()
+                (agent / "extensions" / "pi-sessiond").symlink_to(EXTENSION, target_is_directory=True)
+            else:
+                argv += ["-e", str(extension)]
             stderr = stack.enter_context(open(tmp_path / "pi.stderr", "w"))
             rpc = PiRpc(argv, work, env, stderr)
             started.append(rpc)
@@ -311,7 +317,7 @@ def notices(rpc: PiRpc) -> list[str]:
 async def test_without_a_daemon_pi_summarizes_itself_and_the_user_is_told_once(
     start_pi: Callable[..., Started], tmp_path: Path
 ) -> None:
-    rpc, loopback = start_pi(command=[str(tmp_path / "no-such-pi-sessiond")])
+    rpc, loopback = start_pi(command=[str(tmp_path / "no-such-pi-sessiond")], installed=True)
     path = session_of(rpc)
     end = compact_until_threshold(rpc)
     assert end["reason"] == "threshold" and not end.get("errorMessage"), end
