@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from tests.unit.store.helpers import assistant, user, write_lines
 
+from pi_sessiond.store import lockinfo
 from pi_sessiond.store.guard import LockedError
 from pi_sessiond.store.session import Session
 
@@ -64,6 +65,8 @@ def test_a_held_lock_refuses_writers_naming_pi_and_its_pid(tmp_path: Path) -> No
     assert child.stdin is not None
     child.stdin.close()
     assert child.wait(timeout=60) == 0
+    released = lockinfo.read_body(lockinfo.lock_path(path))  # no longer accepting forwarded requests
+    assert released is not None and (released.pid, released.program, released.socket) == (4242, "pi", None)
     assert writable_soon(path)
 
 

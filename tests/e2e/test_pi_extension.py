@@ -44,6 +44,7 @@ from tests.e2e.daemon_client import (  # noqa: F401 - daemons_fixture provides `
     daemons_fixture,
     progress_kinds,
     settle,
+    wait_event,
 )
 from tests.loopback_provider import LoopbackProvider, first_user_text
 
@@ -266,6 +267,9 @@ async def test_pi_with_the_extension_uses_the_daemon_and_carries_out_editors_com
     rpc.prompt(f"Now the lexer: {PROMPT}")  # the leaf is a message again: there is something to compact
     client = await daemons.start()
     sid = (await call(client, "pi/openSession", {"path": str(path)}))["sessionId"]
+    live = await wait_event(client, "pi/sessionLive", timeout=DEADLINE)
+    assert live == {"sessionId": sid, "path": str(path), "live": True,
+                    "holder": {"pid": rpc.process.pid, "program": "pi", "socket": body.socket}}
     before = len(lines(path))
     result = await call(client, "pi/compact", {"sessionId": sid, "workDoneToken": "fwd"}, timeout=DEADLINE)
     written = lines(path)
@@ -281,6 +285,7 @@ async def test_pi_with_the_extension_uses_the_daemon_and_carries_out_editors_com
 
     asked = len(loopback.requests)
     rpc.prompt("What did we do so far?")  # Pi's next message continues after the compaction
+    await wait_event(client, "pi/sessionChanged", lambda p: p["reason"] == "external", timeout=DEADLINE)
     after = lines(path)
     chain = {e["id"]: e for e in after}
     leaf = after[-1]
@@ -294,6 +299,8 @@ async def test_pi_with_the_extension_uses_the_daemon_and_carries_out_editors_com
 
     os.kill(rpc.process.pid, signal.SIGKILL)  # a killed Pi frees the lock
     rpc.process.wait(timeout=60)
+    released = await wait_event(client, "pi/sessionLive", lambda p: p["live"] is False, timeout=DEADLINE)
+    assert released == {"sessionId": sid, "path": str(path), "live": False}
     poll(lambda: _writable(path), "the lock to be released after Pi was killed")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from tests.e2e.daemon_client import (
     generated,
     progress_kinds,
     read_lines,
+    wait_event,
 )
 
 SMALL_KEEP = {"compaction": {"keepRecentTokens": 2000}}
@@ -27,9 +29,9 @@ DRAFT_KEYS = ["draftId", "sessionId", "kind", "summary", "firstKeptEntryId", "to
 pytestmark = pytest.mark.filterwarnings("ignore::pytest_lsp.LspSpecificationWarning")
 
 
-def hold(path: Path) -> subprocess.Popen[str]:
+def hold(path: Path, *extra: str) -> subprocess.Popen[str]:
     """A live Pi's lock on ``path`` (``pi-sessiond hold-lock``), held until the returned child's stdin closes."""
-    child = subprocess.Popen([sys.executable, "-m", "pi_sessiond", "hold-lock", str(path), "--pid", "4242"],
+    child = subprocess.Popen([sys.executable, "-m", "pi_sessiond", "hold-lock", str(path), "--pid", "4242", *extra],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert child.stdout is not None and json.loads(child.stdout.readline())["ready"] is True
     return child
@@ -94,3 +96,24 @@ async def test_a_branch_draft_summarizes_the_entries_given(daemons: Daemons, tmp
     with pytest.raises(JsonRpcException) as missing:
         await call(client, "pi/summarize", {"path": str(path), "kind": "branchSummary"})
     assert missing.value.data["reason"] == "invalidParams"
+
+
+async def test_editors_are_told_when_a_live_pi_takes_and_releases_a_session(daemons: Daemons, tmp_path: Path) -> None:
+    path = generated(tmp_path / "s.jsonl", entries=20, seed=2)
+    socket = str(tmp_path / "pi-x.sock")
+    client = await daemons.start()
+    sid = (await call(client, "pi/openSession", {"path": str(path)}))["sessionId"]
+    child = hold(path, "--pid", str(os.getpid()), "--socket", socket)  # this test stands in for Pi
+    try:
+        live = await wait_event(client, "pi/sessionLive", timeout=TIMEOUT)
+        assert live == {"sessionId": sid, "path": str(path), "live": True,
+                        "holder": {"pid": os.getpid(), "program": "pi", "socket": socket}}
+        with open(path, "a") as fh:  # Pi appends: editors are told to refresh
+            fh.write(json.dumps({"type": "session_info", "id": "ffff0001", "parentId": None,
+                                 "timestamp": "2026-01-01T00:00:00.000Z", "name": "x"}) + "\n")
+        await wait_event(client, "pi/sessionChanged", lambda p: p["reason"] == "external", timeout=TIMEOUT)
+    finally:
+        release(child)  # the body loses its socket: this (still running) process no longer holds it
+    released = await wait_event(client, "pi/sessionLive", lambda p: p["live"] is False, timeout=TIMEOUT)
+    assert released == {"sessionId": sid, "path": str(path), "live": False}
+

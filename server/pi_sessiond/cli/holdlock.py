@@ -6,8 +6,9 @@ holder when another process has it), writes the body ``{pid, program: "pi",
 since, socket?}`` with the Pi's pid (``--pid``) and forwarding socket
 (``--socket``), prints one ready line (JSON ``{"ready": true, "lock": …}``) and
 then waits for its stdin to close: when Pi exits, is killed or lets the
-session go, the pipe closes, this process exits and the kernel releases the
-lock. Nothing is read from or written to the session file itself.
+session go, the pipe closes, this process drops ``socket`` from the body (so
+daemons stop treating the session as live while that Pi still runs), exits
+and the kernel releases the lock. Nothing is read from or written to the session file itself.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import json
 import os
 import sys
 from pathlib import Path
+
+import attrs
 
 from pi_sessiond.store import lockinfo
 from pi_sessiond.store.guard import locked_error
@@ -43,10 +46,14 @@ def run(args: argparse.Namespace) -> int:
         handle.close()
         raise locked_error(session) from None
     pid = args.pid if args.pid is not None else os.getppid()
-    lockinfo.write_body(handle, lockinfo.body_for("pi", pid=pid, socket=args.socket))
+    body = lockinfo.body_for("pi", pid=pid, socket=args.socket)
+    lockinfo.write_body(handle, body)
     print(json.dumps({"ready": True, "lock": str(path), "pid": pid}), flush=True)
-    wait_for_eof()
-    handle.close()
+    try:
+        wait_for_eof()
+    finally:
+        lockinfo.write_body(handle, attrs.evolve(body, socket=None))  # no longer accepting forwarded requests
+        handle.close()
     return 0
 
 

@@ -63,6 +63,7 @@ from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.registry import OpenSession, Registry
 from pi_sessiond.service.settings_store import SettingsStore
+from pi_sessiond.service.watch import LiveWatch
 from pi_sessiond.store.fork import fork_session
 from pi_sessiond.summarizers.factory import make_summarizer
 
@@ -92,6 +93,7 @@ class Daemon:
             summarizer_factory=summarizer_factory,
             background_progress=progress,
         )
+        self.live_watch = LiveWatch(self.core)
 
     # ------------------------------------------------------------ lifecycle
     def configure(self, options: InitializationOptions) -> None:
@@ -114,6 +116,7 @@ class Daemon:
 
     async def aclose(self) -> None:
         """Cancel every job (nothing half-written stays behind) and drop the sessions."""
+        await self.live_watch.aclose()
         await self.core.jobs.cancel_all()
         for opened in self.core.registry:
             self.core.registry.close(opened.key)
@@ -144,6 +147,7 @@ class Daemon:
             opened = self.core.registry.open_id(params.session_id)
         else:
             raise InvalidParams("path or sessionId: one of them is required")
+        self.live_watch.soon()  # pi/sessionLive when a live Pi holds it
         return views.session_info(opened)
 
     async def close_session(self, params: SessionParams) -> None:
