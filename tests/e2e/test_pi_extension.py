@@ -81,6 +81,13 @@ def extension() -> Path:
     return EXTENSION / "dist" / "index.js"
 
 
+def test_the_extension_type_checks_and_passes_its_node_tests(extension: Path) -> None:
+    done = subprocess.run(["npm", "test"], cwd=EXTENSION, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"})
+    output = done.stdout + done.stderr
+    assert done.returncode == 0 and "# fail 0" in output, output[-4000:]
+
+
 class PiRpc:
     """``pi --mode rpc`` as a child: commands in, every record kept (a reader thread queues them)."""
 
