@@ -188,3 +188,33 @@ async def test_cancelling_the_editors_request_cancels_it_in_pi(daemons: Daemons,
         child.wait(timeout=TIMEOUT)
         await pi.close()
     assert path.read_bytes() == before
+
+
+async def test_the_command_line_compact_of_a_session_pi_holds_is_carried_out_by_pi(tmp_path: Path,
+                                                                                   socket_dir: Path) -> None:
+    path = generated(tmp_path / "s.jsonl", entries=150, seed=7)
+    preparation = cli_json("compact", str(path), "--dry-run", "--json", "--keep-recent-tokens", "2000")
+    draft = {"summary": "## Goal\n- written by Pi", "firstKeptEntryId": preparation["firstKeptEntryId"],
+             "tokensBefore": preparation["tokensBefore"], "details": {"readFiles": [], "modifiedFiles": []}}
+
+    async def compact_in_pi(params: dict[str, Any]) -> Any:
+        entry = append_as_pi(path, draft)
+        return {"entry": entry, "tokensBefore": entry["tokensBefore"]}
+
+    pi = FakePi(str(socket_dir / "pi-test.sock"), compact_in_pi)
+    await pi.start()
+    child = hold(path, pi.path)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "pi_sessiond", "compact", str(path), "--json",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(process.communicate(), TIMEOUT)
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=TIMEOUT)
+        await pi.close()
+    assert process.returncode == 0, err.decode()
+    result = json.loads(out)
+    assert result["entry"] == read_lines(path)[-1] and result["entry"]["summary"] == "## Goal\n- written by Pi"
+    assert [r["method"] for r in pi.requests] == ["pi/compact"]
