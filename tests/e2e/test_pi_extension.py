@@ -292,7 +292,9 @@ async def test_pi_with_the_extension_uses_the_daemon_and_carries_out_editors_com
 
     asked = len(loopback.requests)
     rpc.prompt("What did we do so far?")  # Pi's next message continues after the compaction
+    newest = lines(path)[-1]["id"]
     await wait_event(client, "pi/sessionChanged", lambda p: p["reason"] == "external", timeout=DEADLINE)
+    await followed(client, sid, newest)  # the daemon folded in what Pi wrote: editors see it
     after = lines(path)
     chain = {e["id"]: e for e in after}
     leaf = after[-1]
@@ -309,6 +311,15 @@ async def test_pi_with_the_extension_uses_the_daemon_and_carries_out_editors_com
     released = await wait_event(client, "pi/sessionLive", lambda p: p["live"] is False, timeout=DEADLINE)
     assert released == {"sessionId": sid, "path": str(path), "live": False}
     poll(lambda: _writable(path), "the lock to be released after Pi was killed")
+
+
+async def followed(client: Any, sid: str, entry_id: str) -> None:
+    """Poll ``pi/getEntries`` until the daemon has folded in ``entry_id`` (generous deadline)."""
+    end = time.monotonic() + DEADLINE
+    while not (await call(client, "pi/getEntries", {"sessionId": sid, "ids": [entry_id]}))["entries"]:
+        if time.monotonic() > end:
+            pytest.fail(f"the daemon never folded in {entry_id}")
+        await asyncio.sleep(0.1)
 
 
 def _writable(path: Path) -> bool:

@@ -112,6 +112,8 @@ async def test_editors_are_told_when_a_live_pi_takes_and_releases_a_session(daem
             fh.write(json.dumps({"type": "session_info", "id": "ffff0001", "parentId": None,
                                  "timestamp": "2026-01-01T00:00:00.000Z", "name": "x"}) + "\n")
         await wait_event(client, "pi/sessionChanged", lambda p: p["reason"] == "external", timeout=TIMEOUT)
+        entries = (await call(client, "pi/getEntries", {"sessionId": sid, "ids": ["ffff0001"]}))["entries"]
+        assert [e["name"] for e in entries] == ["x"]  # folded in: editors see what Pi wrote
     finally:
         release(child)  # the body loses its socket: this (still running) process no longer holds it
     released = await wait_event(client, "pi/sessionLive", lambda p: p["live"] is False, timeout=TIMEOUT)

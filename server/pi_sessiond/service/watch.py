@@ -6,7 +6,8 @@ Contracts:
   pid), else ``None``. :meth:`LiveWatch.check` compares it with what was
   last announced: a session first seen live announces ``live: true``; one
   first seen not live announces nothing; any later change is announced.
-- While Pi holds a session, growth of its file (Pi's appends) is announced as
+- While Pi holds a session, growth of its file (Pi's appends) is folded in
+  (``Session.fold_in_appends``: our leaf stays) and announced as
   ``pi/sessionChanged`` with reason ``external`` so editors refresh.
 - The polling task runs only inside an event loop (the daemon; not the
   in-process command line), is held by a strong reference and is cancelled by
@@ -26,6 +27,7 @@ import attrs
 from pi_protocol import methods
 from pi_protocol.live import SessionLive
 from pi_protocol.results import SessionChanged
+from pi_sessiond.errors import PiError
 from pi_sessiond.service.core import Core
 from pi_sessiond.service.forwarding import live_pi
 from pi_sessiond.service.registry import OpenSession
@@ -94,7 +96,17 @@ class LiveWatch:
             self.core.notify(methods.SESSION_LIVE, SessionLive(session_id=key, path=str(path), live=pid is not None,
                                                                holder=holder))
         elif before is not None and pid is not None and size != before.size:
-            self.core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=key, leaf_id=None, reason="external"))
+            self._followed(key, opened)
+
+    def _followed(self, key: str, opened: OpenSession) -> None:
+        """Fold in what Pi appended (when no job is reading the session) and tell editors to refresh."""
+        if self.core.jobs.get(key) is None:
+            try:
+                opened.session.fold_in_appends()
+            except PiError as exc:
+                log.info("could not follow %s: %s", key, exc.message)
+        leaf = opened.session.leaf_id
+        self.core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=key, leaf_id=leaf, reason="external"))
 
     async def _run(self) -> None:
         while True:

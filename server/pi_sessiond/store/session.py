@@ -214,6 +214,17 @@ class Session:
         if self._guard is not None:
             self._guard.release()
 
+    def fold_in_appends(self) -> int:
+        """Read the entries other programs appended since we last looked (no lock needed); how many.
+
+        Our leaf stays where it is. :class:`ChangedUnderneathError` when the file shrank or was replaced.
+        """
+        if self._guard is None or self.path is None or not self._on_disk:
+            return 0
+        before = len(self.tree.by_id)
+        self._fold_in(self._guard.appended_by_others())
+        return len(self.tree.by_id) - before
+
     def _build(self, data: JsonDict, parent: str | None, taken: Container[str], complete: Completer | None) -> Entry:
         kind = str(data["type"])
         base = {"id": new_entry_id(taken), "parentId": parent, "timestamp": now_iso()}
