@@ -19,6 +19,7 @@ from typing import Any, Final
 import attrs
 
 from pi_protocol.compaction import CompactResult, NavigateResult
+from pi_protocol.live import Draft, SessionLive, SummarizeParams
 from pi_protocol.params import (
     AppendParams,
     CompactParams,
@@ -87,6 +88,7 @@ NAVIGATE_TREE: Final = "pi/navigateTree"
 REPORT_OVERFLOW: Final = "pi/reportOverflow"
 GET_SETTINGS: Final = "pi/getSettings"
 UPDATE_SETTINGS: Final = "pi/updateSettings"
+SUMMARIZE: Final = "pi/summarize"
 
 # daemon -> client notifications
 COMPACTION_STARTED: Final = "pi/compactionStarted"
@@ -95,6 +97,7 @@ COMPACTED: Final = "pi/compacted"
 COMPACTION_FAILED: Final = "pi/compactionFailed"
 TREE_NAVIGATED: Final = "pi/treeNavigated"
 SESSION_CHANGED: Final = "pi/sessionChanged"
+SESSION_LIVE: Final = "pi/sessionLive"
 
 # daemon -> client requests (hooks), only when declared at initialize
 BEFORE_COMPACT: Final = "pi/beforeCompact"
@@ -187,8 +190,8 @@ METHODS: Final = (
     MethodSpec(ESTIMATE_TOKENS, EstimateTokensParams, EstimateTokensResult, "estimate_tokens",
                "Estimated tokens of a `text` (one user message) or of a leaf's context.", errors=_READ),
     MethodSpec(COMPACT, CompactParams, CompactResult, "compact",
-               "Summarize the older part of the context and append one compaction entry.",
-               progress=True, errors=_SUMMARIZE),
+               "Summarize the older part of the context and append one compaction entry (by Pi, when it holds it).",
+               progress=True, errors=(*_SUMMARIZE, "liveWriter")),
     MethodSpec(NAVIGATE_TREE, NavigateTreeParams, NavigateResult, "navigate_tree",
                "Move the leaf to `targetId` (Pi's `/tree`), optionally summarizing the branch left.",
                progress=True, errors=("unknownSession", "unknownEntry", "locked", "summarizerFailed", "conflict",
@@ -201,6 +204,9 @@ METHODS: Final = (
     MethodSpec(UPDATE_SETTINGS, UpdateSettingsParams, SettingsResult, "update_settings",
                "Merge settings into the session layer (or the initialize layer without a session).",
                errors=_SESSION),
+    MethodSpec(SUMMARIZE, SummarizeParams, Draft, "summarize",
+               "A DRAFT summary of `preparation` (else of the leaf) or of `entriesToSummarize`; never writes.",
+               progress=True, errors=("unknownSession", "nothingToCompact", "summarizerFailed", "busy")),
 )
 
 NOTIFICATIONS: Final = (
@@ -214,6 +220,7 @@ NOTIFICATIONS: Final = (
     NotificationSpec(TREE_NAVIGATED, TreeNavigated,
                      "After `pi/navigateTree`: the old and new leaf, and the summary entry if one was written."),
     NotificationSpec(SESSION_CHANGED, SessionChanged, "A session's leaf or entries changed, for any reason."),
+    NotificationSpec(SESSION_LIVE, SessionLive, "A live Pi took (`live: true`) or released an open session."),
 )
 
 HOOKS: Final = (

@@ -94,9 +94,9 @@ class Busy(PiError):
 
 
 class LiveWriter(PiError):
-    """Another program appended to the session lately (or a live Pi holds it) and the request adds a
-    summary or moves the leaf; ``data``: ``lastForeignAppend`` (ISO time) and room for ``holder`` /
-    ``piCommand`` (a live Pi through the extension)."""
+    """A live Pi holds the session and the operation cannot be carried out by Pi, or another program
+    appended to it lately and the request adds a summary or moves the leaf. ``data`` may have
+    ``holder``, ``piCommand`` (what to type in Pi) and ``lastForeignAppend`` (ISO time)."""
 
     reason = "liveWriter"
 

@@ -51,6 +51,7 @@ NOTIFICATIONS = (
     "pi/compactionFailed",
     "pi/treeNavigated",
     "pi/sessionChanged",
+    "pi/sessionLive",
 )
 HOOKS = {"pi/beforeCompact": "beforeCompact", "pi/beforeTree": "beforeTree", "pi/reviewSummary": "reviewSummary"}
 

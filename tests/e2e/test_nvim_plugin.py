@@ -154,6 +154,9 @@ for _, stats in ipairs({
   session.stats = function() return stats end
   table.insert(shown, plugin.statusline())
 end
+session.set_live('s', { pid = 4242, program = 'pi' })  -- pi/sessionLive: a live Pi holds it
+session.stats = function() return { contextTokens = 142000, contextPercent = 71, contextWindow = 200000 } end
+table.insert(shown, plugin.statusline())
 io.stdout:write(table.concat(shown, '|') .. '\\n')
 vim.cmd('qall!')
 """
@@ -166,4 +169,4 @@ def test_the_statusline_shows_the_estimate_after_a_compaction(nvim: str, tmp_pat
     command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"set rtp+={PLUGIN}", "-c", f"luafile {script}"]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
                           env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")})
-    assert done.stdout.strip() == "π 71%|π ~16%|π", done.stdout + done.stderr
+    assert done.stdout.strip() == "π 71%|π ~16%|π|π[Pi] 71%", done.stdout + done.stderr

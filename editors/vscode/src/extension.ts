@@ -50,6 +50,11 @@ function listen(pi: PiClient, session: CurrentSession, status: StatusBar, output
   const mine = (sessionId: string) => sessionId === session.info?.sessionId;
   const handlers = [
     pi.onSessionChanged((event) => mine(event.sessionId) && session.scheduleReload(pi)),
+    pi.onSessionLive((event) => {
+      if (event.live && event.holder) session.live.set(event.sessionId, event.holder);
+      else session.live.delete(event.sessionId);
+      status.update();
+    }),
     pi.onCompactionStarted((event) => mine(event.sessionId) && status.compacting(event.reason)),
     pi.onCompactionEnded((event) => {
       if (!mine(event.sessionId)) {

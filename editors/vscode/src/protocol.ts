@@ -641,6 +641,64 @@ export interface ReviewSummaryAnswer {
   summary?: string | null;
 }
 
+export interface LockBody {
+  pid: number;
+  program: string;
+  since: string;
+  socket?: string | null;
+  [key: string]: unknown;
+}
+
+export interface LockHolder {
+  pid: number;
+  program: string;
+  socket?: string | null;
+}
+
+export interface SummarizeParams {
+  sessionId?: string | null;
+  path?: string | null;
+  preparation?: HookPreparation | null;
+  reason: "manual" | "threshold" | "overflow";
+  customInstructions?: string | null;
+  forRequest?: string | null;
+  kind: "compaction" | "branchSummary";
+  entriesToSummarize?: SessionEntry[] | null;
+  replaceInstructions?: boolean;
+  workDoneToken?: number | string | null;
+  [key: string]: unknown;
+}
+
+export interface GateFact {
+  kind: string;
+  text: string;
+}
+
+export interface DraftGate {
+  added?: GateFact[];
+}
+
+export interface Draft {
+  draftId: string;
+  sessionId: string;
+  kind: "compaction" | "branchSummary";
+  summary: string;
+  firstKeptEntryId?: string | null;
+  tokensBefore?: number;
+  estimatedTokensAfter?: number;
+  details?: unknown;
+  usage?: Usage | null;
+  gate?: DraftGate;
+  expiresAt?: string | null;
+}
+
+export interface SessionLive {
+  sessionId: string;
+  path: string;
+  live: boolean;
+  holder?: LockHolder | null;
+}
+
 export interface ModelOverride {
   reserveTokens?: number | null;
   keepRecentTokens?: number | null;
@@ -739,6 +797,7 @@ export interface PiMethods {
   "pi/reportOverflow": { params: ReportOverflowParams; result: CompactResult };
   "pi/getSettings": { params: GetSettingsParams; result: SettingsResult };
   "pi/updateSettings": { params: UpdateSettingsParams; result: SettingsResult };
+  "pi/summarize": { params: SummarizeParams; result: Draft };
 }
 
 export interface PiNotifications {
@@ -748,6 +807,7 @@ export interface PiNotifications {
   "pi/compactionFailed": CompactionFailed;
   "pi/treeNavigated": TreeNavigated;
   "pi/sessionChanged": SessionChanged;
+  "pi/sessionLive": SessionLive;
 }
 
 export interface PiHooks {
@@ -777,12 +837,14 @@ export const Methods = {
   REPORT_OVERFLOW: "pi/reportOverflow",
   GET_SETTINGS: "pi/getSettings",
   UPDATE_SETTINGS: "pi/updateSettings",
+  SUMMARIZE: "pi/summarize",
   COMPACTION_STARTED: "pi/compactionStarted",
   COMPACTION_ENDED: "pi/compactionEnded",
   COMPACTED: "pi/compacted",
   COMPACTION_FAILED: "pi/compactionFailed",
   TREE_NAVIGATED: "pi/treeNavigated",
   SESSION_CHANGED: "pi/sessionChanged",
+  SESSION_LIVE: "pi/sessionLive",
   BEFORE_COMPACT: "pi/beforeCompact",
   BEFORE_TREE: "pi/beforeTree",
   REVIEW_SUMMARY: "pi/reviewSummary",

@@ -21,6 +21,15 @@ test("status bar: Pi 71% · 142k/200k, warning near the threshold, error above i
   assert.equal(core.compactingView("threshold").text, "$(sync~spin) Pi compacting…");
 });
 
+test("status bar: a session live in Pi is marked and says where to act", () => {
+  const base = core.statusView({ contextTokens: 142000, contextWindow: 200000 }, 16384);
+  const live = core.liveView(base, { pid: 4242, program: "pi" });
+  assert.equal(live.text, "$(terminal) Pi 71% · 142k/200k");
+  assert.equal(live.level, base.level);
+  assert.match(live.tooltip, /Live in Pi \(pid 4242\): compactions run in Pi; navigate there with \/tree$/);
+  assert.ok(live.tooltip.startsWith(base.tooltip));
+});
+
 test("token counts are short", () => {
   assert.deepEqual(
     [0, 999, 1000, 1500, 9999, 12345, 142000, 999999, 1000000, 1250000].map(core.formatTokens),

@@ -18,6 +18,7 @@ from pi_sessiond.cli import call as call_command
 from pi_sessiond.cli import compact as compact_command
 from pi_sessiond.cli import context as context_command
 from pi_sessiond.cli import demo as demo_command
+from pi_sessiond.cli import holdlock as holdlock_command
 from pi_sessiond.cli import navigate as navigate_command
 from pi_sessiond.cli import serve as serve_command
 from pi_sessiond.cli import stats as stats_command
@@ -28,7 +29,7 @@ from pi_sessiond.errors import PiError
 COMMANDS: dict[str, ModuleType] = {
     module.NAME: module
     for module in (serve_command, context_command, tree_command, compact_command, navigate_command,
-                   stats_command, call_command, demo_command)
+                   stats_command, call_command, demo_command, holdlock_command)
 }
 
 

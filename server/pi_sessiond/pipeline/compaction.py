@@ -195,6 +195,18 @@ def hooked_usage(entry: Entry) -> Usage | None:
     return structure(usage, Usage) if isinstance(usage, dict) else None
 
 
+async def summarize_prepared(
+    session: Session,
+    summarizer: Summarizer,
+    prep: CompactionPreparation,
+    instructions: str | None,
+    report: Progress | None = None,
+    options: RunOptions | None = None,
+) -> SummaryText:
+    """The summary :func:`compact` would write for ``prep`` (file lists appended, size checked); writes nothing."""
+    return await _sized_summary(session, summarizer, prep, instructions, report or _ignore, options)
+
+
 async def _sized_summary(
     session: Session,
     summarizer: Summarizer,

@@ -43,6 +43,8 @@ class Core:
     jobs: JobManager
     summarizer_factory: SummarizerFactory
     background_progress: ProgressFactory | None = None
+    forwarded: dict[str, Report] = attrs.field(factory=dict)
+    """``pi/compact`` requests forwarded to a live Pi, by id: the progress report ``forRequest`` reuses."""
 
     def settings_for(self, opened: OpenSession | None) -> Settings:
         """The typed settings in force for ``opened`` (or the daemon's, for ``None``)."""

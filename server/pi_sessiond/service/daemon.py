@@ -24,6 +24,7 @@ from pi_protocol import (
     methods,
     unstructure,
 )
+from pi_protocol.live import Draft, SummarizeParams
 from pi_protocol.params import (
     AppendParams,
     CompactParams,
@@ -62,13 +63,25 @@ from pi_protocol.results import (
     UndoResult,
 )
 from pi_sessiond.errors import InvalidParams
-from pi_sessiond.service import appending, compaction, masking, stats, tree, undo, views
+from pi_sessiond.service import (
+    appending,
+    compaction,
+    forwarding,
+    live,
+    livewriter,
+    masking,
+    stats,
+    tree,
+    undo,
+    views,
+)
 from pi_sessiond.service.core import Core, SummarizerFactory, apply_durability
 from pi_sessiond.service.idlelocks import IdleLocks
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.registry import OpenSession, Registry
 from pi_sessiond.service.settings_store import SettingsStore
+from pi_sessiond.service.watch import LiveWatch
 from pi_sessiond.settings.redact import redact_settings
 from pi_sessiond.store.fork import fork_session
 from pi_sessiond.store.guard import ChangedUnderneathError
@@ -105,6 +118,7 @@ class Daemon:
             background_progress=progress,
         )
         self._idle_locks = IdleLocks(self.core)
+        self.live_watch = LiveWatch(self.core)
 
     # ------------------------------------------------------------ lifecycle
     def configure(self, options: InitializationOptions) -> None:
@@ -127,6 +141,7 @@ class Daemon:
 
     async def aclose(self) -> None:
         """Cancel every job (nothing half-written stays behind) and drop the sessions."""
+        await self.live_watch.aclose()
         self._idle_locks.cancel()
         await self.core.jobs.cancel_all()
         for opened in self.core.registry:
@@ -167,6 +182,7 @@ class Daemon:
         else:
             raise InvalidParams("path or sessionId: one of them is required")
         _refresh(opened)  # already open: what other programs appended since
+        self.live_watch.soon()  # pi/sessionLive when a live Pi holds it
         return views.session_info(opened)
 
     async def close_session(self, params: SessionParams) -> None:
@@ -268,7 +284,11 @@ class Daemon:
     # ----------------------------------------------------------- summarizers
     async def compact(self, params: CompactParams, progress: ProgressFactory) -> CompactResult:
         """``pi/compact``: ``Busy`` beside another job of the session or at the global limit."""
-        return await compaction.manual(self.core, self._get(params.session_id), params, progress)
+        opened = self._get(params.session_id)
+        holder = livewriter.live_pi(opened.session.path)
+        if holder is not None:  # a live Pi holds it: Pi compacts (its leaf moves on)
+            return await forwarding.compact_in_pi(self.core, opened, holder, params, progress)
+        return await compaction.manual(self.core, opened, params, progress)
 
     def preview_compaction(self, params: CompactParams) -> CompactionPreview:
         """``compact --dry-run`` (not a wire method): what ``pi/beforeCompact`` would show, without settings."""
@@ -283,6 +303,10 @@ class Daemon:
         return await tree.navigate(self.core, self._get(params.session_id), params, progress)
 
     # -------------------------------------------------------------- settings
+    async def summarize(self, params: SummarizeParams, progress: ProgressFactory) -> Draft:
+        """``pi/summarize``: a DRAFT, nothing written (the Pi extension's summaries)."""
+        return await live.summarize(self.core, params, progress)
+
     def get_settings(self, params: GetSettingsParams) -> SettingsResult:
         """``pi/getSettings``: the merged settings (known keys), each leaf key's source, the files' issues."""
         opened = self._get(params.session_id) if params.session_id is not None else None

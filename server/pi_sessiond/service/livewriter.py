@@ -14,18 +14,24 @@ Contracts (issue 13, PROTOCOL.md "Additions"):
 - "Another program" is judged by the store (``store/guard.py``): growth we
   did not cause, and at open a recent newest entry not written by a lock
   holder (our own writes, or an exited ``pi`` holder's, do not count).
-- A live Pi holding the lock through the extension adds ``holder`` /
-  ``piCommand`` to ``data`` (the extension's part, not here).
+- A session held by a live Pi through the extension (:func:`live_pi`) is not
+  written by us at all: ``pi/compact`` is forwarded to Pi (``forwarding``),
+  and what Pi's extension API cannot do is refused by :func:`refuse` with
+  ``holder`` and ``piCommand`` (what to type in Pi) in ``data``.
 """
 
 from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
+from pi_protocol import unstructure
+from pi_protocol.live import LockBody
 from pi_sessiond.errors import LiveWriter
 from pi_sessiond.service.core import Core
 from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.store import lockinfo
 
 
 def check_live_writer(core: Core, opened: OpenSession, *, force: bool, action: str) -> None:
@@ -48,6 +54,24 @@ def check_live_writer(core: Core, opened: OpenSession, *, force: bool, action: s
         "the pi-sessiond Pi extension so Pi does it), or retry with force (CLI --force) to write on the "
         "newest leaf",
         data={"lastForeignAppend": _iso(last), "liveWriterSeconds": window},
+    )
+
+
+def live_pi(path: Path | None) -> LockBody | None:
+    """The lock body of the live Pi holding ``path``, or ``None``."""
+    if path is None:
+        return None
+    body = lockinfo.read_body(lockinfo.lock_path(path))
+    if body is None or body.program != "pi" or not body.socket or not lockinfo.pid_alive(body.pid):
+        return None
+    return body
+
+
+def refuse(body: LockBody, what: str, pi_command: str) -> LiveWriter:
+    """:class:`LiveWriter` for an operation only Pi can do while it holds the session."""
+    return LiveWriter(
+        f"Pi (pid {body.pid}) has this session open; {what} there: type {pi_command} in Pi",
+        data={"holder": unstructure(lockinfo.holder_of(body)), "piCommand": pi_command},
     )
 
 

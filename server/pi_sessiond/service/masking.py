@@ -25,7 +25,7 @@ from pi_sessiond.compaction.masking import Masked, MaskRule, chosen, is_masked, 
 from pi_sessiond.compaction.tokens import pure_estimate
 from pi_sessiond.errors import InvalidParams
 from pi_sessiond.estimators import get_estimator
-from pi_sessiond.service import views
+from pi_sessiond.service import livewriter, views
 from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.livewriter import check_live_writer
 from pi_sessiond.service.models import context_window
@@ -72,6 +72,13 @@ def estimate_after(session: Session, settings: Settings, replaced: dict[str, Any
         messages += ([{**m, "content": content} for m in projected.messages] if content is not None
                      else projected.messages)
     return pure_estimate(messages, get_estimator(settings.tokenizer, messages=messages).estimate)
+
+
+def refuse_if_live_pi(opened: OpenSession) -> None:
+    """Edits written beside a live Pi would never reach its context: Pi has to compact itself."""
+    held = livewriter.live_pi(opened.session.path)
+    if held is not None:
+        raise livewriter.refuse(held, "trim the context", "/compact")
 
 
 def write_edits(core: Core, opened: OpenSession, rows: list[JsonDict], reason: str) -> list[JsonDict]:
@@ -122,6 +129,7 @@ def mask_first(core: Core, opened: OpenSession) -> MaskedFirst | None:
 def mask(core: Core, opened: OpenSession, params: MaskParams) -> MaskResult:
     """``pi/mask``: mask (or with ``dryRun`` only show) the chosen tool results."""
     if not params.dry_run:
+        refuse_if_live_pi(opened)
         check_live_writer(core, opened, force=params.force, action="mask")
     session, settings = opened.session, core.settings_for(opened)
     picked = masking_edits(session, settings, params.entry_ids)
@@ -135,6 +143,7 @@ def mask(core: Core, opened: OpenSession, params: MaskParams) -> MaskResult:
 
 def unmask(core: Core, opened: OpenSession, params: UnmaskParams) -> MaskResult:
     """``pi/unmask``: restore masked tool results with edits carrying their original content."""
+    refuse_if_live_pi(opened)
     check_live_writer(core, opened, force=params.force, action="unmask")
     session, settings = opened.session, core.settings_for(opened)
     shown = {p.entry.id: p for p in session.projection().entries}

@@ -28,7 +28,7 @@ from pi_protocol.results import SessionChanged, TreeNavigated
 from pi_protocol.settings import Settings
 from pi_sessiond.pipeline.navigation import BranchSummary, NavigationPlan, navigate_tree, plan_navigation
 from pi_sessiond.pipeline.navigation import NavigateResult as Navigated
-from pi_sessiond.service import hooks
+from pi_sessiond.service import hooks, livewriter
 from pi_sessiond.service.compaction import Report, with_progress
 from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.interface import ProgressFactory
@@ -45,6 +45,9 @@ async def navigate(
     """``pipeline.navigation.navigate_tree`` with the hooks, a job and a progress bar when summarizing."""
     session = opened.session
     session.refresh()  # lines another program appended: the leaf follows those that continue it
+    held = livewriter.live_pi(session.path)
+    if held is not None:  # Pi's extension API cannot move Pi's leaf outside a command
+        raise livewriter.refuse(held, "navigate", f"/tree (then pick {params.target_id})")
     old_leaf = session.leaf_id
     if params.target_id == old_leaf:
         return NavigateResult(leaf_id=old_leaf)

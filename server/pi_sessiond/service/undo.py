@@ -19,7 +19,7 @@ from pi_protocol import methods
 from pi_protocol.params import UndoParams
 from pi_protocol.results import SessionChanged, UndoResult
 from pi_sessiond.errors import Conflict, InvalidParams
-from pi_sessiond.service import views
+from pi_sessiond.service import livewriter, views
 from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.livewriter import check_live_writer
 from pi_sessiond.service.models import context_window
@@ -39,6 +39,9 @@ def undo(core: Core, opened: OpenSession, params: UndoParams) -> UndoResult:
         raise InvalidParams(f"entryId: {entry.id} is a {entry.type} entry; only a compaction or a branch summary "
                             "can be undone", data={"entryId": entry.id})
     core.jobs.check(opened.key)
+    held = livewriter.live_pi(session.path)
+    if held is not None:  # Pi's extension API cannot move Pi's leaf outside a command
+        raise livewriter.refuse(held, "undo it", "/tree (then pick the entry before the summary)")
     check_live_writer(core, opened, force=params.force, action="undo")
     if session.leaf_id != entry.id:
         raise Conflict(f"{entry.id} is no longer the leaf (the session moved on): undo it by navigating instead",

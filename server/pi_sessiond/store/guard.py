@@ -2,8 +2,11 @@
 
 - **Lock**: before its first write, a session takes an advisory ``fcntl`` lock
   on the sidecar ``<file>.lock`` (a separate file, so it survives the atomic
-  v3 rewrite). Another process (a second daemon, the CLI) that wants to write
-  the same file gets :class:`LockedError`; reading never needs the lock.
+  v3 rewrite). Another process (a second daemon, the CLI, a live Pi through
+  ``pi-sessiond hold-lock``) that wants to write the same file gets
+  :class:`LockedError`, whose ``data.holder`` names the holder from the lock's
+  body (``store.lockinfo``); the holder writes that body right after taking the
+  lock. Reading never needs the lock.
   Before each write the lock is re-checked (:meth:`FileGuard.lock`): a lock
   file deleted or replaced since we took it is retaken at its path (or
   :class:`LockedError` if someone else holds the new one), and a session file
@@ -32,18 +35,19 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import time
 from pathlib import Path
 from typing import IO
 
+from pi_protocol import unstructure
 from pi_sessiond.errors import Conflict, Locked
+from pi_sessiond.store import lockinfo
 from pi_sessiond.store.files import remove_stale_temps
 
 
 class LockedError(Locked):
-    """Another process holds the session's write lock (or it cannot protect the file)."""
+    """Another process holds the session's write lock; ``data.holder`` is ``{pid, program, socket?}`` when known."""
 
 
 class ChangedUnderneathError(Conflict):
@@ -52,7 +56,7 @@ class ChangedUnderneathError(Conflict):
 
 def lock_path_of(path: Path) -> Path:
     """The sidecar lock file of the session file ``path``."""
-    return path.with_name(path.name + ".lock")
+    return lockinfo.lock_path(path)
 
 
 class FileGuard:
@@ -161,9 +165,10 @@ class FileGuard:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.close()
-            raise LockedError(f"{self.path} is being written by another process (lock {lock_path.name})") from None
+            raise locked_error(self.path) from None
         self._lock = handle
         self._last_write = time.monotonic()
+        lockinfo.write_body(handle, lockinfo.body_for())
         remove_stale_temps(self.path)  # only the lock holder may; a killed rewrite leaves one
 
     def release(self) -> None:
@@ -210,30 +215,18 @@ def _written_by_holder(path: Path, st: os.stat_result) -> bool:
         return False
     if lock_st.st_mtime_ns == st.st_mtime_ns:
         return True
-    holder = recorded_holder(lock_path)
-    return holder is not None and not pid_alive(holder[0])
+    body = lockinfo.read_body(lock_path)
+    return body is not None and not lockinfo.pid_alive(body.pid)
 
 
-def recorded_holder(lock_path: Path) -> tuple[int, str] | None:
-    """``(pid, program)`` from the lock body ``{pid, program, since, socket?}``, or ``None``."""
-    try:
-        body = json.loads(lock_path.read_bytes()[:4096] or b"null")
-    except (OSError, ValueError):
-        return None
-    if not isinstance(body, dict):
-        return None
-    pid, program = body.get("pid"), body.get("program")
-    if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and isinstance(program, str):
-        return pid, program
-    return None
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists (one we may not signal counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def locked_error(path: Path) -> LockedError:
+    """The refusal for ``path``, naming the holder its lock's body records (``data.holder``)."""
+    lock_path = lockinfo.lock_path(path)
+    holder = lockinfo.holder_of(lockinfo.read_body(lock_path))
+    if holder is None:
+        return LockedError(f"{path} is being written by another process (lock {lock_path.name})")
+    who = "Pi" if holder.program == "pi" else holder.program
+    return LockedError(
+        f"{path} is being written by another process: {who} (pid {holder.pid}; lock {lock_path.name})",
+        data={"holder": unstructure(holder)},
+    )

@@ -70,6 +70,10 @@ function M.handlers()
       session.set_leaf(p.sessionId, p.leafId)
       M.changed(p.sessionId)
     end),
+    [protocol.notifications.SESSION_LIVE] = on(protocol.notifications.SESSION_LIVE, function(p)
+      session.set_live(p.sessionId, p.live and type(p.holder) == 'table' and p.holder or nil)
+      M.changed(p.sessionId)
+    end),
     [protocol.notifications.COMPACTED] = on(protocol.notifications.COMPACTED, function(p)
       M.changed(p.sessionId)
     end),

@@ -242,9 +242,10 @@ function M.fork(entry_id, opts)
   end)
 end
 
---- Short status for 'statusline': the running job, else context usage.
+--- Short status for 'statusline': the running job, else context usage; `[Pi]` after the
+--- prefix while a live Pi has the session open (its compactions then run in Pi).
 function M.statusline()
-  local prefix = options.statusline_prefix
+  local prefix = options.statusline_prefix .. (session.live() and '[Pi]' or '')
   local running = progress.describe()
   if running then
     return prefix .. ' ' .. running

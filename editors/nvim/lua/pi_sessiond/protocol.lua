@@ -24,6 +24,7 @@ M.methods = {
   REPORT_OVERFLOW = 'pi/reportOverflow',
   GET_SETTINGS = 'pi/getSettings',
   UPDATE_SETTINGS = 'pi/updateSettings',
+  SUMMARIZE = 'pi/summarize',
 }
 
 --- Daemon -> client notifications.
@@ -34,6 +35,7 @@ M.notifications = {
   COMPACTION_FAILED = 'pi/compactionFailed',
   TREE_NAVIGATED = 'pi/treeNavigated',
   SESSION_CHANGED = 'pi/sessionChanged',
+  SESSION_LIVE = 'pi/sessionLive',
 }
 
 --- Daemon -> client hook requests (only when declared at initialize).

@@ -12,6 +12,7 @@ local current = nil -- SESSION (PROTOCOL.md) plus `stale` after a daemon exit
 local opening = 0
 local waiting = {} -- { run = function(session_id), fail = function(err) }
 local stats = nil
+local live = {} -- session id -> holder `{pid, program}` of the live Pi holding it (`pi/sessionLive`)
 
 local function flush(err)
   local queue = waiting
@@ -33,6 +34,17 @@ end
 --- The last `pi/getStats` result for the current session, or nil.
 function M.stats()
   return stats
+end
+
+--- Record whether a live Pi holds `session_id` (`holder` is nil when it let go).
+function M.set_live(session_id, holder)
+  live[session_id] = holder
+end
+
+--- The holder `{pid, program}` of the live Pi that has the current session open, or nil.
+function M.live()
+  local open = M.current()
+  return open and live[open.sessionId] or nil
 end
 
 --- True when a session is open or being opened.

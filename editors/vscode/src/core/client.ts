@@ -22,6 +22,7 @@ import {
   type ReviewSummaryAnswer,
   type ReviewSummaryParams,
   type SessionChanged,
+  type SessionLive,
   type SessionEntry,
   type SessionInfo,
   type SessionSummary,
@@ -161,6 +162,10 @@ export class PiClient {
 
   onSessionChanged(handler: (event: SessionChanged) => void): Disposable {
     return this.rpc.onNotification(Methods.SESSION_CHANGED, handler);
+  }
+
+  onSessionLive(handler: (event: SessionLive) => void): Disposable {
+    return this.rpc.onNotification(Methods.SESSION_LIVE, handler);
   }
 
   onCompacted(handler: (event: Compacted) => void): Disposable {

@@ -66,6 +66,16 @@ export function statusView(stats: StatsResult, reserveTokens: number): StatusVie
 }
 
 /** The item while a compaction runs. */
+/** `view` marked live: a running Pi holds the session (`pi/sessionLive`), so Pi carries out compactions. */
+export function liveView(view: StatusView, holder: { pid: number; program: string }): StatusView {
+  const who = holder.program === "pi" ? "Pi" : holder.program;
+  return {
+    text: `$(terminal) ${view.text}`,
+    tooltip: `${view.tooltip}\nLive in ${who} (pid ${holder.pid}): compactions run in ${who}; navigate there with /tree`,
+    level: view.level,
+  };
+}
+
 export function compactingView(reason: string): StatusView {
   return { text: "$(sync~spin) Pi compacting…", tooltip: `Compacting the session (${reason})`, level: "normal" };
 }

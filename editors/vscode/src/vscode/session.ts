@@ -3,17 +3,24 @@ import * as vscode from "vscode";
 import type { PiClient } from "../core/client";
 import { effectiveReserve } from "../core/settings";
 import { TreeModel } from "../core/treeModel";
-import type { SessionInfo, StatsResult } from "../protocol";
+import type { LockHolder, SessionInfo, StatsResult } from "../protocol";
 
 export class CurrentSession implements vscode.Disposable {
   info: SessionInfo | undefined;
   tree: TreeModel = new TreeModel({ nodes: [] });
   stats: StatsResult | undefined;
   reserveTokens = 16384;
+  /** Sessions a live Pi holds (`pi/sessionLive`), by id: their holder. */
+  readonly live = new Map<string, LockHolder>();
   private readonly changed = new vscode.EventEmitter<void>();
   /** Fires after the tree and stats were reloaded. */
   readonly onDidChange = this.changed.event;
   private timer: NodeJS.Timeout | undefined;
+
+  /** The live Pi holding the open session, if any. */
+  get liveHolder(): LockHolder | undefined {
+    return this.info ? this.live.get(this.info.sessionId) : undefined;
+  }
 
   get title(): string {
     const header = this.info?.header;

@@ -1,6 +1,6 @@
 /** The status bar item: context usage, compaction in progress. */
 import * as vscode from "vscode";
-import { type StatusView, compactingView, statusView } from "../core/status";
+import { type StatusView, compactingView, liveView, statusView } from "../core/status";
 import type { CurrentSession } from "./session";
 
 const BACKGROUND = {
@@ -23,7 +23,9 @@ export class StatusBar implements vscode.Disposable {
       this.item.hide();
       return;
     }
-    this.show(statusView(stats, this.session.reserveTokens));
+    const view = statusView(stats, this.session.reserveTokens);
+    const holder = this.session.liveHolder;
+    this.show(holder ? liveView(view, holder) : view);
   }
 
   compacting(reason: string): void {

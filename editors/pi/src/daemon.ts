@@ -1,0 +1,154 @@
+// The extension's connection to a pi-sessiond daemon: the running one's Unix socket when it exists,
+// else one spawned over stdio (`pi-sessiond serve`). `pi/summarize` returns a DRAFT; Pi writes it.
+
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { connect } from "node:net";
+import { Duplex } from "node:stream";
+import { Connection } from "./rpc.js";
+import type { BeforeCompactEvent, CompactionResult, Json, TreePreparation } from "./pi-api.js";
+import { daemonSocket } from "./paths.js";
+
+export interface Draft {
+  summary: string;
+  firstKeptEntryId: string | null;
+  tokensBefore: number;
+  details?: unknown;
+  usage?: unknown;
+}
+
+export class DaemonLink {
+  private connection: Promise<Connection> | undefined;
+  private child: ChildProcess | undefined;
+
+  constructor(
+    private readonly command: string[],
+    private readonly env: NodeJS.ProcessEnv = process.env,
+  ) {}
+
+  /** A DRAFT of Pi's compaction `event` of `sessionFile`, as the `compaction` Pi should write. */
+  async compaction(sessionFile: string, event: BeforeCompactEvent, forRequest?: string): Promise<CompactionResult> {
+    const prep = event.preparation;
+    const modified = new Set([...prep.fileOps.edited, ...prep.fileOps.written]);
+    const preparation = {
+      firstKeptEntryId: prep.firstKeptEntryId,
+      isSplitTurn: prep.isSplitTurn,
+      tokensBefore: prep.tokensBefore,
+      messagesToSummarize: prep.messagesToSummarize,
+      turnPrefixMessages: prep.turnPrefixMessages,
+      previousSummary: prep.previousSummary ?? null,
+      readFiles: [...prep.fileOps.read].filter((f) => !modified.has(f)).sort(),
+      modifiedFiles: [...modified].sort(),
+    };
+    const params = {
+      path: sessionFile,
+      preparation,
+      reason: event.reason,
+      customInstructions: event.customInstructions ?? null,
+      ...(forRequest ? { forRequest } : {}),
+    };
+    const draft = (await this.call("pi/summarize", params, event.signal)) as Draft;
+    return {
+      summary: draft.summary,
+      firstKeptEntryId: prep.firstKeptEntryId,
+      tokensBefore: prep.tokensBefore,
+      details: draft.details,
+      ...(draft.usage ? { usage: draft.usage } : {}),
+    };
+  }
+
+  /** A DRAFT branch summary of Pi's tree `prep` of `sessionFile`. */
+  async branch(sessionFile: string, prep: TreePreparation, signal: AbortSignal): Promise<Draft> {
+    const params = {
+      path: sessionFile,
+      kind: "branchSummary",
+      entriesToSummarize: prep.entriesToSummarize as Json[],
+      customInstructions: prep.customInstructions ?? null,
+      replaceInstructions: prep.replaceInstructions ?? false,
+    };
+    return (await this.call("pi/summarize", params, signal)) as Draft;
+  }
+
+  close(): void {
+    void this.connection?.then((c) => c.close()).catch(() => undefined);
+    this.connection = undefined;
+    this.child?.stdin?.end();
+    this.child = undefined;
+  }
+
+  private async call(method: string, params: unknown, signal?: AbortSignal): Promise<unknown> {
+    const connection = await this.connected();
+    return connection.request(method, params, signal);
+  }
+
+  private connected(): Promise<Connection> {
+    if (this.connection) {
+      const current = this.connection;
+      return current.then((c) => (c.closed ? this.reconnect() : c));
+    }
+    return this.reconnect();
+  }
+
+  private reconnect(): Promise<Connection> {
+    this.connection = this.open().catch((error: unknown) => {
+      this.connection = undefined;
+      throw error;
+    });
+    return this.connection;
+  }
+
+  private async open(): Promise<Connection> {
+    const stream = existsSync(daemonSocket(this.env)) ? await this.socket() : this.spawned();
+    const connection = new Connection(stream);
+    await connection.request("initialize", {
+      processId: process.pid,
+      clientInfo: { name: "pi-sessiond-pi" },
+      capabilities: {},
+      initializationOptions: {},
+    });
+    connection.notify("initialized", {});
+    return connection;
+  }
+
+  private socket(): Promise<Duplex> {
+    return new Promise((resolve, reject) => {
+      const stream = connect(daemonSocket(this.env));
+      stream.once("connect", () => resolve(stream));
+      stream.once("error", reject);
+    });
+  }
+
+  private spawned(): Duplex {
+    const [program, ...args] = this.command;
+    if (!program) throw new Error("no pi-sessiond command");
+    const child = spawn(program, [...args, "serve"], { stdio: ["pipe", "pipe", "ignore"], env: this.env });
+    child.unref();
+    this.child = child;
+    return new ChildDuplex(child);
+  }
+}
+
+/** A child's stdin/stdout as one duplex stream (the daemon's stdio transport). */
+class ChildDuplex extends Duplex {
+  constructor(private readonly child: ChildProcess) {
+    super();
+    child.stdout?.on("data", (chunk: Buffer) => this.push(chunk));
+    child.stdout?.on("end", () => this.push(null));
+    child.on("exit", () => this.destroy());
+    child.on("error", (error) => this.destroy(error));
+    (child.stdout as unknown as { unref?: () => void }).unref?.();
+    (child.stdin as unknown as { unref?: () => void }).unref?.();
+  }
+
+  override _read(): void {}
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
+    if (!this.child.stdin) return done(new Error("no stdin"));
+    this.child.stdin.write(chunk, done);
+  }
+
+  override _destroy(error: Error | null, done: (error?: Error | null) => void): void {
+    this.child.stdin?.end();
+    done(error);
+  }
+}

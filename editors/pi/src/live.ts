@@ -1,0 +1,120 @@
+// One session Pi has open: its lock, its forwarding socket, and Pi's hooks answered by the daemon.
+
+import type { DaemonLink } from "./daemon.js";
+import { cancelled, type ForwardedCompact, type ForwardingServer } from "./forward.js";
+import { HeldLock } from "./lock.js";
+import { forwardingSocket } from "./paths.js";
+import type { BeforeCompactAnswer, BeforeCompactEvent, BeforeTreeAnswer, BeforeTreeEvent, Context } from "./pi-api.js";
+import { RpcError } from "./rpc.js";
+
+type Listen = (path: string, compact: ForwardedCompact) => Promise<ForwardingServer>;
+
+/** A `pi/compact` a daemon forwarded, while Pi runs it: its id for `forRequest` and its cancellation. */
+interface Forwarded {
+  forRequest?: string;
+  signal: AbortSignal;
+}
+
+export class LiveSession {
+  private ctx: Context | undefined;
+  private lock: HeldLock | undefined;
+  private server: ForwardingServer | undefined;
+  private forwarded: Forwarded | undefined;
+  private warned = false;
+
+  constructor(private readonly daemon: DaemonLink) {}
+
+  /** Hold `file`'s lock and accept forwarded requests on its socket (each failure is told once). */
+  async start(file: string, ctx: Context, command: string[], listen: Listen): Promise<void> {
+    this.ctx = ctx;
+    const socket = forwardingSocket(file);
+    try {
+      this.server = await listen(socket, (params, signal) => this.compactInPi(params, signal));
+    } catch (error) {
+      this.warnOnce(ctx, `cannot accept editors' requests (${message(error)})`);
+    }
+    try {
+      this.lock = await HeldLock.take(command, file, socket);
+    } catch (error) {
+      this.warnOnce(ctx, `the session's lock is not held (${message(error)})`);
+    }
+  }
+
+  /** Let the session go: the lock is released, the socket closed. */
+  stop(): void {
+    this.lock?.release();
+    this.server?.close();
+    this.lock = this.server = this.ctx = undefined;
+  }
+
+  /** `session_before_compact`: the daemon's summary, `{cancel}` when a forwarded request was cancelled. */
+  async beforeCompact(event: BeforeCompactEvent, ctx: Context): Promise<BeforeCompactAnswer | undefined> {
+    this.ctx = ctx;
+    const file = ctx.sessionManager.getSessionFile();
+    const asked = this.forwarded;
+    if (asked?.signal.aborted) return { cancel: true };
+    if (!file) return undefined;
+    const signal = asked ? AbortSignal.any([event.signal, asked.signal]) : event.signal;
+    try {
+      const compaction = await this.daemon.compaction(file, { ...event, signal }, asked?.forRequest);
+      return signal.aborted ? { cancel: true } : { compaction };
+    } catch (error) {
+      if (signal.aborted) return { cancel: true };
+      this.warnOnce(ctx, `the daemon could not summarize (${message(error)}); Pi's own summarizer runs`);
+      return undefined;
+    }
+  }
+
+  /** `session_before_tree`: the daemon's branch summary when the user wants one. */
+  async beforeTree(event: BeforeTreeEvent, ctx: Context): Promise<BeforeTreeAnswer | undefined> {
+    const file = ctx.sessionManager.getSessionFile();
+    const prep = event.preparation;
+    if (!file || !prep.userWantsSummary || prep.entriesToSummarize.length === 0) return undefined;
+    try {
+      const draft = await this.daemon.branch(file, prep, event.signal);
+      return { summary: { summary: draft.summary, details: draft.details, ...(draft.usage ? { usage: draft.usage } : {}) } };
+    } catch (error) {
+      if (event.signal.aborted) return { cancel: true };
+      this.warnOnce(ctx, `the daemon could not summarize (${message(error)}); Pi's own summarizer runs`);
+      return undefined;
+    }
+  }
+
+  /** A forwarded `pi/compact`: Pi compacts (`ctx.compact()`); the answer is the entry Pi wrote. */
+  private compactInPi(params: { customInstructions?: string; forRequest?: string }, signal: AbortSignal): Promise<unknown> {
+    const ctx = this.ctx;
+    if (!ctx) return Promise.reject(new RpcError("Pi has no session open", -32001, { reason: "unknownSession" }));
+    return new Promise((resolve, reject) => {
+      this.forwarded = { signal, ...(params.forRequest ? { forRequest: params.forRequest } : {}) };
+      ctx.compact({
+        ...(params.customInstructions ? { customInstructions: params.customInstructions } : {}),
+        onComplete: (result) => {
+          this.forwarded = undefined;
+          resolve({ entry: ctx.sessionManager.getLeafEntry() ?? null, tokensBefore: result.tokensBefore });
+        },
+        onError: (error) => {
+          this.forwarded = undefined;
+          reject(signal.aborted ? cancelled() : failure(error));
+        },
+      });
+    });
+  }
+
+  private warnOnce(ctx: Context, text: string): void {
+    if (this.warned) return;
+    this.warned = true;
+    ctx.ui.notify(`pi-sessiond: ${text}`, "warning");
+  }
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function failure(error: Error): RpcError {
+  const text = error.message;
+  if (/nothing to compact|already compacted/i.test(text)) {
+    return new RpcError(text, -32004, { reason: "nothingToCompact" });
+  }
+  return new RpcError(text, -32005, { reason: "summarizerFailed" });
+}

@@ -1,0 +1,87 @@
+// The part of Pi's extension API (>= 1.6.0, docs/extensions.md) this extension uses, declared here so
+// the extension builds without Pi installed. Pi passes richer objects; only these fields are read.
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+export interface FileOperations {
+  read: Set<string>;
+  written: Set<string>;
+  edited: Set<string>;
+}
+
+export interface CompactionPreparation {
+  firstKeptEntryId: string;
+  messagesToSummarize: JsonObject[];
+  turnPrefixMessages: JsonObject[];
+  isSplitTurn: boolean;
+  tokensBefore: number;
+  previousSummary?: string;
+  fileOps: FileOperations;
+}
+
+export interface CompactionResult {
+  summary: string;
+  firstKeptEntryId: string;
+  tokensBefore: number;
+  details?: unknown;
+  usage?: unknown;
+}
+
+export interface TreePreparation {
+  targetId: string;
+  oldLeafId: string | null;
+  entriesToSummarize: JsonObject[];
+  userWantsSummary: boolean;
+  customInstructions?: string;
+  replaceInstructions?: boolean;
+}
+
+export interface BeforeCompactEvent {
+  preparation: CompactionPreparation;
+  customInstructions?: string;
+  reason: "manual" | "threshold" | "overflow";
+  willRetry: boolean;
+  signal: AbortSignal;
+}
+
+export interface BeforeTreeEvent {
+  preparation: TreePreparation;
+  signal: AbortSignal;
+}
+
+export interface SessionManagerView {
+  getSessionFile(): string | undefined;
+  getLeafEntry(): JsonObject | undefined;
+}
+
+export interface Context {
+  hasUI: boolean;
+  cwd: string;
+  sessionManager: SessionManagerView;
+  ui: { notify(message: string, type?: "info" | "warning" | "error"): void };
+  compact(options?: {
+    customInstructions?: string;
+    onComplete?: (result: CompactionResult) => void;
+    onError?: (error: Error) => void;
+  }): void;
+}
+
+export interface BeforeCompactAnswer {
+  cancel?: boolean;
+  compaction?: CompactionResult;
+}
+
+export interface BeforeTreeAnswer {
+  cancel?: boolean;
+  summary?: { summary: string; details?: unknown; usage?: unknown };
+}
+
+type Handler<E, R = void> = (event: E, ctx: Context) => Promise<R | undefined> | R | undefined;
+
+export interface ExtensionAPI {
+  on(event: "session_start", handler: Handler<{ reason: string }>): unknown;
+  on(event: "session_shutdown", handler: Handler<{ reason: string }>): unknown;
+  on(event: "session_before_compact", handler: Handler<BeforeCompactEvent, BeforeCompactAnswer>): unknown;
+  on(event: "session_before_tree", handler: Handler<BeforeTreeEvent, BeforeTreeAnswer>): unknown;
+}

@@ -1,0 +1,129 @@
+"""Which open sessions a live Pi holds: ``pi/sessionLive`` when that changes, ``pi/sessionChanged`` as Pi writes.
+
+Contracts:
+- The state of a session is the pid of the live Pi holding it
+  (``livewriter.live_pi``: the lock body names ``pi``, a socket and a running
+  pid), else ``None``. :meth:`LiveWatch.check` compares it with what was
+  last announced: a session first seen live announces ``live: true``; one
+  first seen not live announces nothing; any later change is announced.
+- While Pi holds a session, growth of its file (Pi's appends) is folded in
+  (``Session.refresh``: the leaf follows entries that continue it) and announced as
+  ``pi/sessionChanged`` with reason ``external`` so editors refresh.
+- The polling task runs only inside an event loop (the daemon; not the
+  in-process command line), is held by a strong reference and is cancelled by
+  :meth:`LiveWatch.aclose`. Nothing here reads more than a lock body and a
+  file's size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+
+import attrs
+
+from pi_protocol import methods
+from pi_protocol.live import SessionLive
+from pi_protocol.results import SessionChanged
+from pi_sessiond.errors import PiError
+from pi_sessiond.service.core import Core
+from pi_sessiond.service.livewriter import live_pi
+from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.store import lockinfo
+
+POLL_SECONDS = 1.0
+log = logging.getLogger("pi_sessiond.service.watch")
+
+
+@attrs.define
+class _Seen:
+    pid: int | None
+    size: int
+
+
+class LiveWatch:
+    """Polls the open sessions' lock bodies (every ``interval`` seconds once started)."""
+
+    def __init__(self, core: Core, interval: float = POLL_SECONDS) -> None:
+        self.core = core
+        self.interval = interval
+        self._seen: dict[str, _Seen] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def ensure_started(self) -> None:
+        """Start polling when called inside a running event loop (once)."""
+        if self._task is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._task = loop.create_task(self._run())
+
+    def soon(self) -> None:
+        """Start polling and check once right after the current request was answered (inside a loop)."""
+        self.ensure_started()
+        if self._task is not None:
+            asyncio.get_running_loop().call_soon(self._safe_check)
+
+    def _safe_check(self) -> None:
+        try:
+            self.check()
+        except Exception:  # a bad session must not stop the watch
+            log.exception("live-session check failed")
+
+    def check(self) -> None:
+        """Announce what changed since the last check."""
+        open_now = {opened.key: opened for opened in self.core.registry}
+        for key in set(self._seen) - set(open_now):
+            del self._seen[key]
+        for key, opened in open_now.items():
+            self._check_one(key, opened)
+
+    def _check_one(self, key: str, opened: OpenSession) -> None:
+        path = opened.session.path
+        if path is None:
+            return
+        body = live_pi(path)
+        pid = body.pid if body is not None else None
+        size = _size(path)
+        before = self._seen.get(key)
+        self._seen[key] = _Seen(pid, size)
+        if (before is None and pid is not None) or (before is not None and before.pid != pid):
+            holder = lockinfo.holder_of(body)
+            self.core.notify(methods.SESSION_LIVE, SessionLive(session_id=key, path=str(path), live=pid is not None,
+                                                               holder=holder))
+        elif before is not None and pid is not None and size != before.size:
+            self._followed(key, opened)
+
+    def _followed(self, key: str, opened: OpenSession) -> None:
+        """Fold in what Pi appended (when no job is reading the session) and tell editors to refresh."""
+        if self.core.jobs.get(key) is None:
+            try:
+                opened.session.refresh()
+            except PiError as exc:
+                log.info("could not follow %s: %s", key, exc.message)
+        leaf = opened.session.leaf_id
+        self.core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=key, leaf_id=leaf, reason="external"))
+
+    async def _run(self) -> None:
+        while True:
+            self._safe_check()
+            await asyncio.sleep(self.interval)
+
+    async def aclose(self) -> None:
+        """Stop polling."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def _size(path: os.PathLike[str]) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return -1
