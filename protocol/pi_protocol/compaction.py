@@ -48,6 +48,25 @@ class CompactionPreview:
 
 
 @attrs.define(kw_only=True)
+class GateAddition:
+    """One hard fact the fidelity gate added to a summary that lacked it.
+
+    ``kind``: ``constraint``, ``lastRequest``, ``lastError``, ``identifier`` or
+    ``modifiedFile`` (a file changed through bash, added to the file lists).
+    """
+
+    kind: str
+    text: str
+
+
+@attrs.define(kw_only=True)
+class Gate:
+    """What the fidelity gate did to a summary before it was shown or written."""
+
+    added: list[GateAddition] = attrs.field(factory=list)
+
+
+@attrs.define(kw_only=True)
 class CompactResult:
     """``pi/compact``, ``pi/reportOverflow``: the entry written and the context size before and after.
 
@@ -55,6 +74,7 @@ class CompactResult:
     context estimated, no usage figures); ``tokens_after`` is the same value,
     kept for older clients. ``usage`` is the summarizer's (cache reads and
     writes included), absent when a hook supplied the compaction without one.
+    ``gate`` lists the facts the fidelity gate added (empty for a hook's entry).
     """
 
     entry: RawEntry
@@ -63,6 +83,7 @@ class CompactResult:
     estimated_tokens_after: int
     usage: Usage | None = None
     outcome: Literal["compacted", "maskedOnly"] = "compacted"
+    gate: Gate = attrs.field(factory=Gate)
 
 
 @attrs.define(kw_only=True)

@@ -276,6 +276,15 @@ export interface CompactionPreview {
   requests?: SummaryRequestView[];
 }
 
+export interface GateAddition {
+  kind: string;
+  text: string;
+}
+
+export interface Gate {
+  added?: GateAddition[];
+}
+
 export interface CompactResult {
   entry: SessionEntry;
   tokensBefore: number;
@@ -283,6 +292,7 @@ export interface CompactResult {
   estimatedTokensAfter: number;
   usage?: Usage | null;
   outcome: "compacted" | "maskedOnly";
+  gate?: Gate;
 }
 
 export interface NavigateResult {

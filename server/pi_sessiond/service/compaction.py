@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from pi_protocol import CompactionPreview, CompactResult, methods
+from pi_protocol import CompactionPreview, CompactResult, Gate, GateAddition, methods
 from pi_protocol.params import CompactParams, ReportOverflowParams
 from pi_protocol.results import (
     Compacted,
@@ -202,8 +202,10 @@ async def _compact_session(
     core.notify(methods.COMPACTED, Compacted(session_id=opened.key, entry=entry.data, reason=reason))
     core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
                                                         reason="compaction"))
+    gate = Gate(added=[GateAddition(kind=a.kind, text=a.text) for a in result.gate])
     return CompactResult(entry=entry.data, tokens_before=result.tokens_before, tokens_after=result.tokens_after,
-                         estimated_tokens_after=result.tokens_after, usage=result.usage, outcome="compacted")
+                         estimated_tokens_after=result.tokens_after, usage=result.usage, outcome="compacted",
+                         gate=gate)
 
 
 # ---------------------------------------------------------------- progress

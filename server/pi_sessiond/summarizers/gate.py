@@ -48,9 +48,15 @@ _TARGETS: dict[str, dict[str, str]] = {
         "lastError": "### Blocked",
         "identifier": "## Key Decisions",
     },
-    "turnPrefix": dict.fromkeys(("constraint", "lastRequest", "lastError", "identifier"), "## Context Needed to Continue"),
+    "turnPrefix": dict.fromkeys(
+        ("constraint", "lastRequest", "lastError", "identifier"), "## Context Needed to Continue"
+    ),
 }
-_LABELS = {"lastRequest": "Latest user request (verbatim): ", "lastError": "Last error: ", "identifier": "Identifiers: "}
+_LABELS = {
+    "lastRequest": "Latest user request (verbatim): ",
+    "lastError": "Last error: ",
+    "identifier": "Identifiers: ",
+}
 
 
 @attrs.frozen
@@ -129,7 +135,7 @@ def _insert(body: str, heading: str, items: list[str]) -> str:
         return body.rstrip() + "\n\nKept by the fidelity gate:\n" + block
     start, end = bounds
     section = body[start:end].strip("\n")
-    section = "" if section.strip() == "(none)" else section
+    section = "" if section.strip() in ("(none)", "- (none)") else section
     joined = (section + "\n" + block) if section else block
     tail = body[end:]
     return body[:start] + "\n" + joined + ("\n\n" + tail.lstrip("\n") if tail.strip() else "\n")

@@ -108,5 +108,5 @@ def section_bounds(text: str, heading: str) -> tuple[int, int] | None:
     match = re.search(rf"^{re.escape(heading)}[ \t]*$", text, re.M)
     if match is None:
         return None
-    following = re.compile(r"^#{1,%d} " % heading.count("#"), re.M).search(text, match.end())
+    following = re.compile("^#{1," + str(heading.count("#")) + "} ", re.M).search(text, match.end())
     return match.end(), following.start() if following else len(text)
