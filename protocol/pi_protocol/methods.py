@@ -137,7 +137,8 @@ class HookSpec:
 _SESSION: Final = ("unknownSession",)
 _READ: Final = ("unknownSession", "unknownEntry")
 _WRITE: Final = ("unknownSession", "unknownEntry", "locked")
-_SUMMARIZE: Final = ("unknownSession", "locked", "nothingToCompact", "summarizerFailed", "conflict", "busy")
+_SUMMARIZE: Final = ("unknownSession", "locked", "nothingToCompact", "summarizerFailed", "conflict", "busy",
+                      "notShrinking", "summaryIncomplete")
 
 METHODS: Final = (
     MethodSpec(CREATE_SESSION, CreateSessionParams, SessionInfo, "create_session",
