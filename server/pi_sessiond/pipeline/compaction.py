@@ -229,13 +229,19 @@ async def _sized_summary(
 
 
 def check_shrinks(session: Session, prep: CompactionPreparation, data: JsonDict) -> None:
-    """:class:`NotShrinking` unless writing ``data`` leaves at most ``SHRINK_RATIO`` of ``tokensBefore``."""
+    """:class:`NotShrinking` unless writing ``data`` leaves at most ``SHRINK_RATIO`` of the context.
+
+    The context before is Pi's ``tokensBefore``, or the estimate of the leaf's
+    context when that is larger (usage figures below the estimate are stale
+    or made up; the estimate is what ``tokensAfter`` is measured in).
+    """
     after = pending_tokens(session, data)
-    if after > SHRINK_RATIO * prep.tokens_before:
+    before = max(prep.tokens_before, estimated_tokens_after(session))
+    if after > SHRINK_RATIO * before:
         raise NotShrinking(
-            f"the compaction would leave {after} of {prep.tokens_before} tokens "
+            f"the compaction would leave {after} of {before} tokens "
             f"(more than {SHRINK_RATIO:.0%}); nothing was written",
-            data={"tokensBefore": prep.tokens_before, "tokensAfter": after},
+            data={"tokensBefore": before, "tokensAfter": after},
         )
 
 

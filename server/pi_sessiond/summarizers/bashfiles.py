@@ -158,8 +158,8 @@ def _in_place_files(name: str, args: list[str]) -> list[str]:
             skip = False
         elif arg in ("-e", "-f", "--expression", "--file") or (name == "perl" and arg in ("-pe", "-ne", "-pie")):
             script_given, skip = True, True
-        elif arg.startswith("-"):
-            continue
+        elif arg.startswith("-") or (arg == "" and not script_given):
+            continue  # an option, or BSD sed's empty backup suffix (``sed -i '' …``)
         elif not script_given:
             script_given = True
         else:
@@ -170,4 +170,4 @@ def _in_place_files(name: str, args: list[str]) -> list[str]:
 def _plausible(path: str) -> bool:
     if not path or path.startswith(("/dev/", "$", "-")) or path in (".", "..", "/", "~"):
         return False
-    return not any(c in path for c in "*?[]{}`$\n") and len(path) <= 4096
+    return not any(c in path for c in "*?[]{}`$|\"' \n") and len(path) <= 4096

@@ -37,7 +37,7 @@ from pi_sessiond.compaction.prompts import (
 from pi_sessiond.compaction.tokens import CompactionSettings
 from pi_sessiond.errors import NothingToCompact, NotShrinking, SummaryIncomplete
 from pi_sessiond.examples.generator import generate, write
-from pi_sessiond.pipeline.compaction import CompactResult, compact, prepare_or_refuse, preview
+from pi_sessiond.pipeline.compaction import CompactResult, compact, estimated_tokens_after, prepare_or_refuse, preview
 from pi_sessiond.pipeline.navigation import navigate_tree
 from pi_sessiond.pipeline.requests import (
     BRANCH_HEADINGS,
@@ -457,7 +457,8 @@ async def test_a_summary_that_does_not_shrink_the_context_is_not_shrinking_and_w
     before = path.read_bytes()
     prep = prepare_or_refuse(Session.open(path), settings)
     headings = "\n\n".join(f"{h}\n- x" for h in HISTORY_HEADINGS)
-    pad = "word " * prep.tokens_before  # more than the whole context: it cannot shrink by 10 %
+    whole = max(prep.tokens_before, estimated_tokens_after(Session.open(path)))
+    pad = "word " * whole  # more than the whole context: it cannot shrink by 10 %
     loopback.set_default(Fault("ok", reply=headings + "\n" + pad))
     summarizer = make(provider)
     try:
@@ -466,8 +467,8 @@ async def test_a_summary_that_does_not_shrink_the_context_is_not_shrinking_and_w
     finally:
         await summarizer.aclose()
     assert len(loopback.requests) == 2  # asked once more, then refused
-    assert info.value.reason == "notShrinking" and info.value.data["tokensBefore"] == prep.tokens_before
-    assert info.value.data["tokensAfter"] > 0.9 * prep.tokens_before
+    assert info.value.reason == "notShrinking" and info.value.data["tokensBefore"] >= prep.tokens_before
+    assert info.value.data["tokensAfter"] > 0.9 * info.value.data["tokensBefore"]
     assert path.read_bytes() == before
 
 
