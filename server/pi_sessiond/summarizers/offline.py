@@ -17,8 +17,14 @@ Invariants:
   under Critical Context. ``<read-files>``/``<modified-files>`` blocks are
   not written (the compaction pipeline appends them) and are dropped from the previous
   summary for the same reason.
-* ``max_tokens`` (4 chars a token): the longest section loses its oldest item
-  first, items matching the custom instructions last; headings stay.
+* ``max_tokens`` (4 chars a token) and half the input (:func:`_budget_tokens`):
+  the longest section loses its oldest item first, items matching the custom
+  instructions last; headings stay.
+* Iterative: an update keeps one last error, one latest request and one
+  identifier line (the new range's), drops an earlier constraint or decision
+  that a new one restates (the later wins) and strips the gate's marks.
+* Long sessions keep their beginning: the first request stays first in Goal
+  and constraints are kept oldest first (not pushed out by later ones).
 """
 
 from __future__ import annotations
@@ -32,10 +38,11 @@ from pi_protocol import Usage
 from pi_sessiond.compaction.prompts import SPLIT_TURN_SEPARATOR
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
+from pi_sessiond.summarizers.gate import MARK
 from pi_sessiond.summarizers.offline_extract import Extraction, extract, message_text, trim_block
 
 CHARS_PER_TOKEN = 4
-_LIMITS = {"goal": 12, "constraints": 10, "done": 40, "decisions": 10, "next": 8, "ids": 20}
+_LIMITS = {"goal": 12, "constraints": 40, "done": 40, "decisions": 10, "next": 8, "ids": 20}
 _FILE_TAGS = re.compile(r"\n*<(read-files|modified-files)>\n.*?\n</\1>", re.S)
 _ITEM = re.compile(r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)(.*)$")
 _CURRENT = " (current)"
@@ -110,19 +117,30 @@ def build_summary(request: SummaryRequest, *, progress: ProgressCallback | None 
 
 
 MIN_BUDGET_TOKENS = 600
+HISTORY_CAP_TOKENS = 8000
+SHARE_OF_SOURCE = 0.5
+BRANCH_FLOOR_TOKENS = 1000
 
 
 def _budget_tokens(request: SummaryRequest) -> int:
-    """``max_tokens``, but never more than what is summarized (a summary must not outgrow it).
+    """``max_tokens``, but never more than half of what is summarized (a summary must shrink it).
 
     A model is told the cap and writes less on its own; this summarizer has no
-    such judgement, so it also stays within the size of its input (plus the
-    previous summary it carries), with a small floor for the headings.
+    such judgement, so it stays within half its input (plus the previous
+    summary it carries), with a small floor for the headings; a history
+    summary within ``HISTORY_CAP_TOKENS`` (so that, with the capped file
+    lists, repeated compactions stay under 12k tokens), a branch summary
+    within 0.8 of its bound ``max(1,000, 0.5 × input)`` (room for the
+    preamble and the file lists).
     """
     source = sum(estimate_tokens(m) for m in request.messages)
     if request.previous_summary:
         source += len(request.previous_summary) // CHARS_PER_TOKEN
-    limit = max(source, MIN_BUDGET_TOKENS)
+    limit = max(int(source * SHARE_OF_SOURCE), MIN_BUDGET_TOKENS)
+    if request.purpose == "history":
+        limit = min(limit, HISTORY_CAP_TOKENS)
+    elif request.purpose == "branch":
+        limit = int(0.8 * max(BRANCH_FLOOR_TOKENS, source * SHARE_OF_SOURCE))
     return min(request.max_tokens, limit) if request.max_tokens > 0 else limit
 
 
@@ -136,12 +154,13 @@ def _matches(item: str, focus: frozenset[str]) -> bool:
     return any(word in lowered for word in focus)
 
 
-def _select(items: Sequence[str], limit: int, focus: frozenset[str]) -> list[str]:
-    """At most ``limit`` items, order kept: focus matches first, then the newest."""
+def _select(items: Sequence[str], limit: int, focus: frozenset[str], *, oldest: bool = False) -> list[str]:
+    """At most ``limit`` items, order kept: the first one always, focus matches, then the newest
+    (``oldest``: the oldest — earlier hard requirements are not pushed out by later ones)."""
     if len(items) <= limit:
         return list(items)
-    ranked = sorted(range(len(items)), key=lambda i: (not _matches(items[i], focus), -i))
-    return [items[i] for i in sorted(ranked[:limit])]
+    ranked = sorted(range(1, len(items)), key=lambda i: (not _matches(items[i], focus), i if oldest else -i))
+    return [items[i] for i in sorted([0, *ranked[: limit - 1]])]
 
 
 def _history_sections(found: Extraction, request: SummaryRequest, focus: frozenset[str]) -> list[_Section]:
@@ -151,11 +170,11 @@ def _history_sections(found: Extraction, request: SummaryRequest, focus: frozens
     critical = _critical(found, request, focus)
     new = {
         "goal": goals,
-        "constraints": _select(found.constraints, _LIMITS["constraints"], focus),
+        "constraints": _select(found.constraints, _LIMITS["constraints"], focus, oldest=True),
         "done": list(found.done),
         "in_progress": list(found.in_progress),
         "blocked": list(found.blocked),
-        "decisions": _select(found.decisions, _LIMITS["decisions"], focus),
+        "decisions": _select(found.decisions, _LIMITS["decisions"], focus) + _left(found, request),
         "next": _select(found.next_steps, _LIMITS["next"], focus),
         "critical": critical,
     }
@@ -172,13 +191,24 @@ def _critical(found: Extraction, request: SummaryRequest, focus: frozenset[str])
     items = list(found.notes)
     if request.custom_instructions:
         items.append("Additional focus: " + request.custom_instructions.strip())
-    items += [f"Error: {e}" if i else f"Last error: {e}" for i, e in enumerate(reversed(found.errors))][::-1]
+    items += [f"Last error: {e}" for e in found.errors[-1:]]
     ids = _select(found.identifiers, _LIMITS["ids"], focus)
     if ids:
         items.append("Identifiers in recent use: " + ", ".join(f"`{i}`" for i in ids))
     if found.last_request:
         items.append("Last user request (verbatim):\n" + found.last_request)
     return items
+
+
+def _left(found: Extraction, request: SummaryRequest) -> list[str]:
+    """For a branch summary: why the branch was left (blocked, unfinished, or where it stood)."""
+    if request.purpose != "branch":
+        return []
+    if found.blocked:
+        return [f"**Branch left while blocked**: {found.blocked[-1]}"]
+    if found.in_progress:
+        return [f"**Branch left unfinished**: {found.in_progress[0]}"]
+    return [f"**Branch left after**: {found.last_said}"] if found.last_said else []
 
 
 def _turn_prefix_sections(messages: Sequence[dict[str, object]], found: Extraction) -> list[_Section]:
@@ -257,6 +287,8 @@ def _add_line(items: list[str], line: str) -> None:
 
 
 def _merge(old: dict[str, list[str]], new: dict[str, list[str]], done_paths: Sequence[str]) -> dict[str, list[str]]:
+    """The previous summary updated by the new range (module invariants: iterative, not additive)."""
+    old = {key: [item.removeprefix(MARK) for item in items] for key, items in old.items()}
     still, finished = _split_done(old.get("in_progress", []), done_paths)
     blocked, resolved = _split_done(old.get("blocked", []), done_paths)
     goals = [g.removesuffix(_CURRENT) for g in old.get("goal", [])]
@@ -266,11 +298,40 @@ def _merge(old: dict[str, list[str]], new: dict[str, list[str]], done_paths: Seq
         "in_progress": _union(still, new["in_progress"]),
         "blocked": _union(blocked, new["blocked"]),
         "next": _union(new["next"], old.get("next", [])),
-        "critical": _union(old.get("earlier", []), old.get("critical", []), new["critical"]),
+        "critical": _union(old.get("earlier", []), _singletons_replaced(old.get("critical", []), new["critical"]),
+                           new["critical"]),
     }
     for key in ("constraints", "decisions"):
-        merged[key] = _union(old.get(key, []), new[key])
+        merged[key] = _union(_superseded_dropped(old.get(key, []), new[key]), new[key])
     return merged
+
+
+_SINGLETONS = (
+    ("Last error:", "Error:"),
+    ("Last user request", "Latest user request"),
+    ("Identifiers",),
+)
+
+
+def _singletons_replaced(old: list[str], new: list[str]) -> list[str]:
+    """Old items of a one-of-a-kind sort (last error, latest request, identifiers) go when the new range has one."""
+    replaced = [kinds for kinds in _SINGLETONS if any(item.startswith(kinds) for item in new)]
+    return [item for item in old if not any(item.startswith(kinds) for kinds in replaced)]
+
+
+def _words(item: str) -> set[str]:
+    return {w for w in re.findall(r"\w{3,}", item.lower()) if w not in _STOPWORDS}
+
+
+def _superseded_dropped(old: list[str], new: list[str]) -> list[str]:
+    """Old items a new one restates (half or more of the significant words shared): the later one wins."""
+    fresh = [_words(item) for item in new]
+
+    def superseded(item: str) -> bool:
+        words = _words(item)
+        return bool(words) and any(len(words & other) * 2 >= len(words | other) for other in fresh if other)
+
+    return [item for item in old if not superseded(item)]
 
 
 def _split_done(items: Sequence[str], done_paths: Sequence[str]) -> tuple[list[str], list[str]]:

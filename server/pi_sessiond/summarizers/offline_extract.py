@@ -33,7 +33,7 @@ import attrs
 
 from pi_sessiond.summarizers.bashfiles import changed_paths
 from pi_sessiond.summarizers.cues import constraint_sentences, decisive_lines
-from pi_sessiond.summarizers.facts import message_text
+from pi_sessiond.summarizers.facts import latest_request, message_text
 from pi_sessiond.summarizers.offline_text import (
     command_label,
     condense,
@@ -54,6 +54,7 @@ COMMANDS_KEPT = 8
 _FILE_TOOLS = frozenset({"read", "edit", "write"})
 _COMMIT = re.compile(r"git commit\b.*?-m\s+([\"'])(.+?)\1", re.S)
 _NUMBERED = re.compile(r"^\s*\d+[.)]\s+(.+)$", re.M)
+_TICKED = re.compile(r"^\s*(?:\[[xX]\]|✅|✓|~~)|\((?:done|fixed)\)|~~$")
 _DECISION = re.compile(
     r"\b(?:I'll|I will|let's|we'll|we will|instead|decided|decide to|switch(?:ed|ing)? to|going with|"
     r"go with|the fix is|the approach|better to|rather than|we can have|we should|use `)",
@@ -88,6 +89,7 @@ class Extraction:
     identifiers: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     finished: bool = True
+    last_said: str = ""
 
 
 @attrs.define
@@ -264,8 +266,9 @@ def _requests(scan: _Scan) -> tuple[list[str], str, int]:
     asked = [(i, t) for i, t in scan.user_texts if is_request(t)] or scan.user_texts[-1:]
     if not asked:
         return [], "", -1
-    last_index, last_text = asked[-1]
-    return _dedupe(request_summary(t) for _, t in asked), trim_block(last_text, REQUEST_CHARS), last_index
+    last_index = asked[-1][0]
+    latest = latest_request([t for _, t in scan.user_texts]) or trim_block(asked[-1][1], REQUEST_CHARS)
+    return _dedupe(request_summary(t) for _, t in asked), latest, last_index
 
 
 def _decisions(scan: _Scan) -> list[str]:
@@ -279,15 +282,24 @@ def _decisions(scan: _Scan) -> list[str]:
 
 
 def _plan(scan: _Scan, since: int) -> list[str]:
+    """The newest numbered plan's steps still open (none naming a file changed after it), then "next" sentences."""
     steps: list[str] = []
-    for _, text in reversed(scan.assistant_texts):
+    for at, text in reversed(scan.assistant_texts):
         numbered = _NUMBERED.findall(text)
         if len(numbered) >= 2:
-            steps = [condense(s, 160) for s in numbered[:6]]
+            steps = [condense(s, 160) for s in numbered[:8] if not _done_since(scan, s, at)]
             break
     recent = [t for i, t in scan.assistant_texts[-2:] if i > since]
     steps += [condense(s, 160) for t in recent for s in sentences(t) if _PLAN_SENTENCE.match(s)]
     return steps
+
+
+def _done_since(scan: _Scan, step: str, at: int) -> bool:
+    """A step is done when it is ticked or names a file edited/written after the plan was made."""
+    if _TICKED.search(step):
+        return True
+    changed = [w.path for w in scan.files.values() if w.last > at]
+    return any(p in step or p.rsplit("/", 1)[-1] in step for p in changed)
 
 
 def extract(messages: Sequence[JsonDict], focus: Iterable[str] = ()) -> Extraction:
@@ -325,6 +337,7 @@ def extract(messages: Sequence[JsonDict], focus: Iterable[str] = ()) -> Extracti
         identifiers=tuple(k for k, _ in sorted(scan.identifiers.items(), key=lambda kv: kv[1])),
         notes=tuple(scan.notes),
         finished=finished,
+        last_said=condense(scan.assistant_texts[-1][1], 240) if scan.assistant_texts else "",
     )
 
 
