@@ -29,6 +29,7 @@ _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")", "|&", ";;"})
 _REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w-]*)\1[^\n]*\n(.*?)(?:^\s*\2\s*$|\Z)", re.S | re.M)
 _ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
+_IN_PLACE = re.compile(r"^-[a-zA-Z]*i|^--in-place")
 _PREFIXES = frozenset({"sudo", "command", "env", "time", "nohup", "xargs", "exec"})
 _EACH_OPERAND = frozenset({"rm", "rmdir", "unlink", "shred", "touch", "mkdir", "truncate", "tee"})
 _TARGET_ONLY = frozenset({"cp", "install", "ln"})
@@ -93,7 +94,7 @@ def _by_program(name: str, args: list[str]) -> Iterator[str]:
         yield from operands[-1:] if len(operands) >= 2 else ()
     elif name in _EACH_OPERAND:
         yield from operands
-    elif name in ("sed", "perl") and any(a == "-i" or a.startswith(("-i", "--in-place")) for a in args):
+    elif name in ("sed", "perl") and any(_IN_PLACE.match(a) for a in args):
         yield from _in_place_files(name, args)
     elif name == "patch" and operands:
         yield operands[0]

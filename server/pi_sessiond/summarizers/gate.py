@@ -77,7 +77,7 @@ class Repaired:
 
 def flat(text: str) -> str:
     """``text`` for comparison: lower case, no backticks/emphasis/quotes, whitespace collapsed."""
-    return " ".join(re.sub(r"[`*_]|\[gate\]", " ", text.lower()).split())
+    return " ".join(re.sub(r"[`*_]", "", text.lower().replace(MARK.strip(), " ")).split())
 
 
 def present(fact: str, summary_flat: str) -> bool:
@@ -138,4 +138,4 @@ def _insert(body: str, heading: str, items: list[str]) -> str:
     section = "" if section.strip() in ("(none)", "- (none)") else section
     joined = (section + "\n" + block) if section else block
     tail = body[end:]
-    return body[:start] + "\n" + joined + ("\n\n" + tail.lstrip("\n") if tail.strip() else "\n")
+    return body[:start] + "\n" + joined + ("\n\n" + tail.lstrip("\n") if tail.strip() else "")
