@@ -296,7 +296,7 @@ def _merge(old: dict[str, list[str]], new: dict[str, list[str]], done_paths: Seq
         "goal": _union(goals, new["goal"]),
         "done": _union(old.get("done", []), finished, [f"Resolved: {r}" for r in resolved], new["done"]),
         "in_progress": _union(still, new["in_progress"]),
-        "blocked": _union(blocked, new["blocked"]),
+        "blocked": _union(_superseded_dropped(blocked, new["blocked"]), new["blocked"]),
         "next": _union(new["next"], old.get("next", [])),
         "critical": _union(old.get("earlier", []), _singletons_replaced(old.get("critical", []), new["critical"]),
                            new["critical"]),
@@ -307,6 +307,7 @@ def _merge(old: dict[str, list[str]], new: dict[str, list[str]], done_paths: Seq
 
 
 _SINGLETONS = (
+    ("Earlier split-turn context:",),
     ("Last error:", "Error:"),
     ("Last user request", "Latest user request"),
     ("Identifiers",),
@@ -316,7 +317,14 @@ _SINGLETONS = (
 def _singletons_replaced(old: list[str], new: list[str]) -> list[str]:
     """Old items of a one-of-a-kind sort (last error, latest request, identifiers) go when the new range has one."""
     replaced = [kinds for kinds in _SINGLETONS if any(item.startswith(kinds) for item in new)]
-    return [item for item in old if not any(item.startswith(kinds) for kinds in replaced)]
+    kept = [item for item in old if not any(item.startswith(kinds) for kinds in replaced)]
+    # Of the one-of-a-kind items that stay, only the newest of each kind.
+    return [item for n, item in enumerate(kept) if not _later_of_kind(item, kept[n + 1 :])]
+
+
+def _later_of_kind(item: str, later: list[str]) -> bool:
+    kinds = next((k for k in _SINGLETONS if item.startswith(k)), None)
+    return kinds is not None and any(other.startswith(kinds) for other in later)
 
 
 def _words(item: str) -> set[str]:

@@ -32,7 +32,7 @@ from typing import Any
 import attrs
 
 from pi_sessiond.summarizers.bashfiles import changed_paths
-from pi_sessiond.summarizers.cues import constraint_sentences, decisive_lines
+from pi_sessiond.summarizers.cues import DECISIVE, constraint_sentences, decisive_lines
 from pi_sessiond.summarizers.facts import latest_request, message_text
 from pi_sessiond.summarizers.offline_text import (
     command_label,
@@ -319,7 +319,7 @@ def extract(messages: Sequence[JsonDict], focus: Iterable[str] = ()) -> Extracti
     if not finished and current:
         in_progress.append(current + (" (interrupted)" if scan.last_stop == "aborted" else ""))
         in_progress += [condense(t, 200) for i, t in scan.assistant_texts[-2:] if i > last_index]
-    blocked = [text.split("\n")[0] for _, text in sorted(scan.failures.values())]
+    blocked = [headline(text) for _, text in sorted(scan.failures.values())]
     done = _done(scan, finished, current, tuple(focus))
     steps = ([f"Finish: {current}"] if in_progress else []) + _plan(scan, last_index)
     steps += [f"Resolve: {b}" for b in blocked]
@@ -339,6 +339,17 @@ def extract(messages: Sequence[JsonDict], focus: Iterable[str] = ()) -> Extracti
         finished=finished,
         last_said=condense(scan.assistant_texts[-1][1], 240) if scan.assistant_texts else "",
     )
+
+
+def headline(error: str) -> str:
+    """An error on one line: its first line, and its last decisive line when that is another one."""
+    lines = [ln.strip() for ln in error.splitlines() if ln.strip() and ln.strip() != "…"]
+    if not lines:
+        return ""
+    decisive = [ln for ln in lines[1:] if DECISIVE.search(ln)] or lines[-1:]
+    last = decisive[-1] if len(lines) > 1 else ""
+    head = lines[0] if len(lines[0]) > 2 + lines[0].find("failed:") + len("failed:") else lines[0].rstrip(" .")
+    return condense(head + (" … " + last if last and last != lines[0] else ""), 300)
 
 
 def _constraints(scan: _Scan) -> Iterable[str]:
