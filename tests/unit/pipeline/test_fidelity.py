@@ -85,8 +85,12 @@ async def test_ten_repeated_compactions_stay_bounded_and_keep_the_hard_facts(tmp
             "Last user request") == 1
     final = summaries[-1]
     assert "Port the billing service to async." in final  # the original goal survives
-    for constraint in ("Never change the public `charge()` signature.", "Bitte keine neuen Abhängigkeiten hinzufügen.",
-                       "Il faut toujours garder les messages d'erreur en anglais.", "Nunca borres los tests existentes."):
+    for constraint in (
+        "Never change the public `charge()` signature.",
+        "Bitte keine neuen Abhängigkeiten hinzufügen.",
+        "Il faut toujours garder les messages d'erreur en anglais.",
+        "Nunca borres los tests existentes.",
+    ):
         assert constraint in final, constraint
     details = done.entry.data["details"]
     assert {"src/old_3.py", "src/new_3.py", "src/mod_18.py"} <= set(details["modifiedFiles"])
@@ -99,7 +103,7 @@ async def test_ten_repeated_compactions_stay_bounded_and_keep_the_hard_facts(tmp
 async def test_fix_bash_file_ops_are_tracked(tmp_path: Path) -> None:
     """Pi tracks only read/edit/write calls; files a bash command moves or deletes are lost to it."""
     session = Session.create("/work/project", tmp_path)
-    session.append(turn(0, REQUESTS[0]) + [user("And drop the `legacy` folder.")])
+    session.append([*turn(0, REQUESTS[0]), user("And drop the `legacy` folder.")])
     session.append([assistant(tool("x", "bash", {"command": "rm -r legacy && echo ok > status.txt"})),
                     result("x", "bash", "ok"), assistant({"type": "text", "text": "Removed."}, stop="stop")])
     session.append(turn(1, "Go on.") + turn(2, "And on."))
@@ -131,7 +135,8 @@ def test_file_lists_are_capped_but_never_drop_files_modified_in_the_range() -> N
     listed = [ln for ln in block.splitlines() if ln.startswith(("docs/", "src/"))]
     assert all(p in listed for p in in_range) and len(listed) == len(in_range) > MAX_PATHS
     assert block.endswith(f"[… {300 + 250 - len(listed)} more files not listed]")
-    assert capped_block(("a",), ("b",), frozenset()) == "\n\n<read-files>\na\n</read-files>\n\n<modified-files>\nb\n</modified-files>"
+    pi_block = "\n\n<read-files>\na\n</read-files>\n\n<modified-files>\nb\n</modified-files>"
+    assert capped_block(("a",), ("b",), frozenset()) == pi_block  # under the cap: Pi's block
 
 
 async def test_a_branch_summary_is_bounded(tmp_path: Path) -> None:
