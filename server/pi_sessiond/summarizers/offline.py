@@ -21,8 +21,9 @@ Invariants:
   the longest section loses its oldest item first, items matching the custom
   instructions last; headings stay.
 * Iterative: an update keeps one last error, one latest request and one
-  identifier line (the new range's), drops an earlier constraint or decision
-  that a new one restates (the later wins) and strips the gate's marks.
+  identifier line (the new range's), marks an earlier constraint or decision
+  that a new one restates as superseded (the later wins), keeps one blocked
+  item per failure and strips the gate's marks.
 * Long sessions keep their beginning: the first request stays first in Goal
   and constraints are kept oldest first (not pushed out by later ones).
 """
@@ -302,7 +303,8 @@ def _merge(old: dict[str, list[str]], new: dict[str, list[str]], done_paths: Seq
                            new["critical"]),
     }
     for key in ("constraints", "decisions"):
-        merged[key] = _union(_superseded_dropped(old.get(key, []), new[key]), new[key])
+        merged[key] = _union(_superseded_marked(old.get(key, []), [n for n in new[key] if n not in old.get(key, [])]),
+                             new[key])
     return merged
 
 
@@ -331,15 +333,28 @@ def _words(item: str) -> set[str]:
     return {w for w in re.findall(r"\w{3,}", item.lower()) if w not in _STOPWORDS}
 
 
-def _superseded_dropped(old: list[str], new: list[str]) -> list[str]:
-    """Old items a new one restates (half or more of the significant words shared): the later one wins."""
+SUPERSEDED = " (superseded by a later item)"
+
+
+def _superseded_marked(old: list[str], new: list[str]) -> list[str]:
+    """Old items a new one restates (3/5 of the old item's significant words, at least two) are marked.
+
+    Marked, not dropped: word overlap cannot tell a changed preference from two
+    similar ones, and a wrongly dropped requirement is worse than a stale one.
+    """
     fresh = [_words(item) for item in new]
 
     def superseded(item: str) -> bool:
         words = _words(item)
-        return bool(words) and any(len(words & other) * 2 >= len(words | other) for other in fresh if other)
+        return any(len(words & other) >= max(2, 0.6 * len(words)) for other in fresh)
 
-    return [item for item in old if not superseded(item)]
+    return [item + SUPERSEDED if superseded(item) and not item.endswith(SUPERSEDED) else item for item in old]
+
+
+def _superseded_dropped(old: list[str], new: list[str]) -> list[str]:
+    """Old blocked items a new failure of the same sort restates are gone (one current error of a kind)."""
+    marked = _superseded_marked(old, new)
+    return [item for item, was in zip(marked, old, strict=True) if item == was or was.endswith(SUPERSEDED)]
 
 
 def _split_done(items: Sequence[str], done_paths: Sequence[str]) -> tuple[list[str], list[str]]:
