@@ -8,7 +8,8 @@ run.
 Invariants:
 
 * Pure and deterministic; a command it cannot tokenize is split on blanks.
-* Heredoc bodies are not commands (``cat > f <<EOF`` changes ``f`` only).
+* Heredoc bodies and ``#`` comments are not commands (``cat > f <<EOF``
+  changes ``f`` only).
 * Recognized: ``mv``/``git mv`` (source and target), ``cp``/``install``/
   ``ln`` (target), ``rm``/``rmdir``/``git rm``/``unlink``/``shred`` (each
   operand), ``touch``/``mkdir``/``truncate`` (each operand), ``sed -i`` and
@@ -51,13 +52,35 @@ def _without_heredocs(command: str) -> str:
 
 
 def _tokens(command: str) -> list[str]:
-    lexer = shlex.shlex(command.replace("\\\n", " ").replace("\n", " ; "), posix=True, punctuation_chars=";&|()<>")
+    flat = _without_comments(command.replace("\\\n", " ")).replace("\n", " ; ")
+    lexer = shlex.shlex(flat, posix=True, punctuation_chars=";&|()<>")
     lexer.whitespace_split = True
     lexer.commenters = ""
     try:
         return list(lexer)
     except ValueError:
         return command.split()
+
+
+def _without_comments(command: str) -> str:
+    """``command`` without shell comments: a ``#`` that starts a word, outside quotes, to the end of its line."""
+    out: list[str] = []
+    quote = ""
+    skipping = False
+    for n, char in enumerate(command):
+        if skipping:
+            skipping = char != "\n"
+            if skipping:
+                continue
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (n == 0 or command[n - 1].isspace()):
+            skipping = True
+            continue
+        out.append(char)
+    return "".join(out)
 
 
 def _simple_commands(tokens: list[str]) -> Iterator[list[str]]:

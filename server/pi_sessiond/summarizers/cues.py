@@ -52,6 +52,7 @@ _UNSPACED = re.compile(
 )
 _EMPHASIS = re.compile(r"\*\*[^*]+\*\*|__[^_]+__|!\s*$|！\s*$")
 _QUOTED = re.compile(r"[\"“„«「『‘]([^\"”“»」』’]{3,})[\"”“»」』’]")
+_LOG_LINE = re.compile(r"^(?:\w*(?:Error|Exception)|ERR!?|FATAL|WARN(?:ING)?|panic):\s|^\d{4}-\d\d-\d\d[T ]\d\d:")
 _CODE_START = ("$ ", ">>> ", "at ", "File \"", "Traceback", "    ", "\t")
 DECISIVE = re.compile(
     r"error|exception|fail|assert|panic|fatal|traceback|expected|received|✕|✗|×|^\s*E\s{2,}|not ok|"
@@ -72,6 +73,8 @@ def _codeish(line: str) -> bool:
     if not stripped:
         return False
     if line.startswith(_CODE_START) or stripped.startswith((">", "{", "[", "<", "|", "#!", "//")):
+        return True
+    if _LOG_LINE.match(stripped):
         return True
     if _LIST_ITEM.match(line):
         return False

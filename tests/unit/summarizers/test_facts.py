@@ -51,6 +51,8 @@ def tool_result(call_id: str, name: str, text: str, *, error: bool = False, **ex
         ("cd repo && sudo rm /etc/motd", ["/etc/motd"]),
         ("cat > gen.py <<'EOF'\nrm -rf /\nprint(1)\nEOF\npython gen.py", ["gen.py"]),
         ("patch lib.c fix.diff", ["lib.c"]),
+        ("cd src\n# a -> b/c\nsed -i 's|a#b|c|' f.ts # then > nothing\necho a#b > out.txt", ["f.ts", "out.txt"]),
+        ('git commit -m "fix #12" && rm z', ["z"]),
         ("ls -la && cat README.md | grep x", []),
         ("rm $TMP/*.o", []),
     ],
@@ -99,7 +101,7 @@ def test_emphasis_quotes_and_request_lists_are_cues() -> None:
 
 def test_the_whole_message_is_scanned_and_pasted_logs_are_not() -> None:
     filler = " ".join(f"Sentence {n} explains the background." for n in range(60))
-    log = "\n".join(["$ make", "gcc -O2 -c x.c", "x.c:3:1: error: expected ';' before '}' token"])
+    log = "\n".join(["$ make", "Error: must not be null", "x.c:3:1: error: expected ';' before '}' token"])
     found = constraint_sentences(f"{filler}\n{log}\nAnd never commit the build folder.")
     assert found == ["And never commit the build folder."]
     assert "$ make" not in prose_of(log) and "```" not in prose_of("Fix it:\n```\nnever = 1\n```")
