@@ -11,19 +11,17 @@ Invariants:
   order, and nothing else at heading level: item text never starts a line
   with ``#`` (continuation lines are indented by two spaces).
 * Same request => same bytes. Usage is all zeros.
-* Update merge: every item of a structured previous summary is kept (an
-  In Progress item whose path was now edited moves to Done, a Blocked one to
-  Done as resolved); an unstructured previous summary is kept whole, quoted,
+* Update merge (:mod:`.offline_merge`): the items of a structured previous
+  summary are kept, but for the one-of-a-kind ones the new range replaces and
+  superseded marks; an unstructured previous summary is kept whole, quoted,
   under Critical Context. ``<read-files>``/``<modified-files>`` blocks are
   not written (the compaction pipeline appends them) and are dropped from the previous
   summary for the same reason.
 * ``max_tokens`` (4 chars a token) and half the input (:func:`_budget_tokens`):
   the longest section loses its oldest item first, items matching the custom
   instructions last; headings stay.
-* Iterative: an update keeps one last error, one latest request and one
-  identifier line (the new range's), marks an earlier constraint or decision
-  that a new one restates as superseded (the later wins), keeps one blocked
-  item per failure and strips the gate's marks.
+* Iterative: an update follows :mod:`.offline_merge` (one last error, one
+  latest request, restated constraints and decisions marked superseded).
 * Long sessions keep their beginning: the first request stays first in Goal
   and constraints are kept oldest first (not pushed out by later ones).
 """
@@ -31,7 +29,7 @@ Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import attrs
 
@@ -39,18 +37,15 @@ from pi_protocol import Usage
 from pi_sessiond.compaction.prompts import SPLIT_TURN_SEPARATOR
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
-from pi_sessiond.summarizers.gate import MARK
 from pi_sessiond.summarizers.offline_extract import Extraction, extract, message_text, trim_block
+from pi_sessiond.summarizers.offline_merge import CURRENT, STOPWORDS, merge
 
 CHARS_PER_TOKEN = 4
 _LIMITS = {"goal": 12, "constraints": 40, "done": 40, "decisions": 10, "next": 8, "ids": 20}
 _FILE_TAGS = re.compile(r"\n*<(read-files|modified-files)>\n.*?\n</\1>", re.S)
 _ITEM = re.compile(r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)(.*)$")
-_CURRENT = " (current)"
-_STOPWORDS = frozenset(
-    {"about", "after", "also", "and", "are", "but", "for", "from", "have", "into", "more", "only", "that", "the"}
-    | {"then", "this", "what", "when", "with"}
-)
+_CURRENT = CURRENT
+_STOPWORDS = STOPWORDS
 
 # key, heading, item marker
 _SPECS = {
@@ -183,7 +178,7 @@ def _history_sections(found: Extraction, request: SummaryRequest, focus: frozens
         # Branch summaries have no Critical Context: the requested focus leads the Goal.
         new["goal"].insert(0, "Additional focus: " + request.custom_instructions.strip())
     if request.purpose == "history" and request.previous_summary:
-        new = _merge(parse_summary(request.previous_summary), new, found.done_paths)
+        new = merge(parse_summary(request.previous_summary), new, found.done_paths)
     keys = _HISTORY if request.purpose == "history" else _BRANCH
     return [_Section(k, new[k], newest_first=k == "next") for k in keys]
 
@@ -285,90 +280,6 @@ def _add_line(items: list[str], line: str) -> None:
         items[-1] += "\n" + (line[2:] if line.startswith("  ") else line[1:])
     else:
         items.append(line.strip())
-
-
-def _merge(old: dict[str, list[str]], new: dict[str, list[str]], done_paths: Sequence[str]) -> dict[str, list[str]]:
-    """The previous summary updated by the new range (module invariants: iterative, not additive)."""
-    old = {key: [item.removeprefix(MARK) for item in items] for key, items in old.items()}
-    still, finished = _split_done(old.get("in_progress", []), done_paths)
-    blocked, resolved = _split_done(old.get("blocked", []), done_paths)
-    goals = [g.removesuffix(_CURRENT) for g in old.get("goal", [])]
-    merged = {
-        "goal": _union(goals, new["goal"]),
-        "done": _union(old.get("done", []), finished, [f"Resolved: {r}" for r in resolved], new["done"]),
-        "in_progress": _union(still, new["in_progress"]),
-        "blocked": _union(_superseded_dropped(blocked, new["blocked"]), new["blocked"]),
-        "next": _union(new["next"], old.get("next", [])),
-        "critical": _union(old.get("earlier", []), _singletons_replaced(old.get("critical", []), new["critical"]),
-                           new["critical"]),
-    }
-    for key in ("constraints", "decisions"):
-        merged[key] = _union(_superseded_marked(old.get(key, []), [n for n in new[key] if n not in old.get(key, [])]),
-                             new[key])
-    return merged
-
-
-_SINGLETONS = (
-    ("Earlier split-turn context:",),
-    ("Last error:", "Error:"),
-    ("Last user request", "Latest user request"),
-    ("Identifiers",),
-)
-
-
-def _singletons_replaced(old: list[str], new: list[str]) -> list[str]:
-    """Old items of a one-of-a-kind sort (last error, latest request, identifiers) go when the new range has one."""
-    replaced = [kinds for kinds in _SINGLETONS if any(item.startswith(kinds) for item in new)]
-    kept = [item for item in old if not any(item.startswith(kinds) for kinds in replaced)]
-    # Of the one-of-a-kind items that stay, only the newest of each kind.
-    return [item for n, item in enumerate(kept) if not _later_of_kind(item, kept[n + 1 :])]
-
-
-def _later_of_kind(item: str, later: list[str]) -> bool:
-    kinds = next((k for k in _SINGLETONS if item.startswith(k)), None)
-    return kinds is not None and any(other.startswith(kinds) for other in later)
-
-
-def _words(item: str) -> set[str]:
-    return {w for w in re.findall(r"\w{3,}", item.lower()) if w not in _STOPWORDS}
-
-
-SUPERSEDED = " (superseded by a later item)"
-
-
-def _superseded_marked(old: list[str], new: list[str]) -> list[str]:
-    """Old items a new one restates (3/5 of the old item's significant words, at least two) are marked.
-
-    Marked, not dropped: word overlap cannot tell a changed preference from two
-    similar ones, and a wrongly dropped requirement is worse than a stale one.
-    """
-    fresh = [_words(item) for item in new]
-
-    def superseded(item: str) -> bool:
-        words = _words(item)
-        return any(len(words & other) >= max(2, 0.6 * len(words)) for other in fresh)
-
-    return [item + SUPERSEDED if superseded(item) and not item.endswith(SUPERSEDED) else item for item in old]
-
-
-def _superseded_dropped(old: list[str], new: list[str]) -> list[str]:
-    """Old blocked items a new failure of the same sort restates are gone (one current error of a kind)."""
-    marked = _superseded_marked(old, new)
-    return [item for item, was in zip(marked, old, strict=True) if item == was or was.endswith(SUPERSEDED)]
-
-
-def _split_done(items: Sequence[str], done_paths: Sequence[str]) -> tuple[list[str], list[str]]:
-    names = {p for p in done_paths} | {p.rsplit("/", 1)[-1] for p in done_paths}
-    done = [i for i in items if any(n in i for n in names)]
-    return [i for i in items if i not in done], done
-
-
-def _union(*groups: Iterable[str]) -> list[str]:
-    seen: dict[str, str] = {}
-    for group in groups:
-        for item in group:
-            seen.setdefault(" ".join(item.split()), item)
-    return list(seen.values())
 
 
 def _fit(sections: list[_Section], budget: int, focus: frozenset[str]) -> None:
