@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 import pytest
 from tests.loopback_provider import Fault, LoopbackProvider, RecordedRequest, count_tokens, default_reply
+from tests.unit.pipeline.test_fidelity import turn
 
 from pi_protocol.settings import RetrySettings
 from pi_sessiond.compaction.branch import collect_entries_for_branch_summary, prepare_branch_entries
@@ -470,6 +471,35 @@ async def test_a_summary_that_does_not_shrink_the_context_is_not_shrinking_and_w
     assert info.value.reason == "notShrinking" and info.value.data["tokensBefore"] >= prep.tokens_before
     assert info.value.data["tokensAfter"] > 0.9 * info.value.data["tokensBefore"]
     assert path.read_bytes() == before
+
+
+# -- the fidelity gate repairs a model's incomplete answer ------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_an_incomplete_model_answer_is_repaired_by_the_gate(
+    provider: str, tmp_path: Path, loopback: LoopbackProvider, make: Any
+) -> None:
+    """The loopback answers with well-formed headings and none of the session's hard facts."""
+    session = Session.create("/work/project", tmp_path)
+    session.append(turn(0, "Portiere den Exporter. Keine globalen Variablen verwenden."))
+    session.append(turn(1, "次に進んで。テストは削除しないでください。"))
+    session.append(turn(2, "Go on with the importer."))
+    loopback.set_default(Fault("ok", reply="\n\n".join(f"{h}\n- (none)" for h in HISTORY_HEADINGS)))
+    summarizer = make(provider)
+    try:
+        done = await compact(session, summarizer, settings=CompactionSettings(keep_recent_tokens=800))
+    finally:
+        await summarizer.aclose()
+    summary = str(done.entry.data["summary"])
+    constraints = summary.split("## Constraints & Preferences\n", 1)[1].split("\n\n", 1)[0]
+    assert "- [gate] Keine globalen Variablen verwenden." in constraints
+    assert "- [gate] テストは削除しないでください。" in constraints
+    critical = summary.split("## Critical Context\n", 1)[1]
+    assert "[gate] Last error:" in critical and "AssertionError: assert " in critical
+    assert "src/old_0.py" in summary.split("<modified-files>")[1]
+    kinds = {a.kind for a in done.gate}
+    assert {"constraint", "lastError", "modifiedFile"} <= kinds
 
 
 # -- provider failures --------------------------------------------------------------
