@@ -141,10 +141,7 @@ async def generate_branch_summary(
     )
     text = await run_job(summarizer, job, on_tokens, options)
     lists = compute_file_lists(prep.file_ops)
-    files = format_file_operations(lists.read_files, lists.modified_files)
-    bound = branch_bound(sum(estimate_tokens(m) for m in prep.messages))
-    room = bound - fit_tokens(BRANCH_SUMMARY_PREAMBLE + files)
-    body = BRANCH_SUMMARY_PREAMBLE + fit_text(text.text, max(0, room)) + files
+    body = bounded_body(text.text, format_file_operations(lists.read_files, lists.modified_files), prep.messages)
     return BranchSummary(
         summary=body or NO_SUMMARY,
         read_files=lists.read_files,
@@ -160,6 +157,12 @@ BRANCH_SHARE = 0.5
 def branch_bound(summarized_tokens: int) -> int:
     """A branch summary's size bound: ``max(1,000, 0.5 × the tokens it summarizes)`` tokens."""
     return max(BRANCH_FLOOR_TOKENS, int(BRANCH_SHARE * summarized_tokens))
+
+
+def bounded_body(text: str, files: str, messages: Sequence[JsonDict]) -> str:
+    """Preamble + ``text`` + ``files`` within :func:`branch_bound` of ``messages`` (``text`` fitted)."""
+    room = branch_bound(sum(estimate_tokens(m) for m in messages)) - fit_tokens(BRANCH_SUMMARY_PREAMBLE + files)
+    return BRANCH_SUMMARY_PREAMBLE + fit_text(text, max(0, room)) + files
 
 
 def landing(target: Entry) -> tuple[str | None, str | None]:

@@ -32,6 +32,7 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -50,6 +51,7 @@ from pi_sessiond.summarizers.gate import Added, repair
 from pi_sessiond.summarizers.retry import RetryCallback, with_retries
 
 JsonDict = dict[str, Any]
+log = logging.getLogger("pi_sessiond.pipeline")
 TokensCallback = Callable[[int], None]
 
 MAX_CHUNKS = 16
@@ -135,6 +137,8 @@ async def run_job(
             if parts * 2 > min(MAX_CHUNKS, len(job.messages)):
                 raise
             parts *= 2
+            log.info("the %s range does not fit the summarizer's window: summarizing it in %d chunks",
+                     job.purpose, parts)
 
 
 def split_evenly(messages: Sequence[JsonDict], parts: int) -> list[tuple[JsonDict, ...]]:
