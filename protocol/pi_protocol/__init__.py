@@ -6,7 +6,7 @@ cattrs only.
 """
 
 from pi_protocol import errors, methods, params, results
-from pi_protocol.compaction import CompactionPreview, CompactResult, NavigateResult
+from pi_protocol.compaction import CompactionPreview, CompactResult, Gate, GateAddition, NavigateResult
 from pi_protocol.content import ContentBlock, ImageContent, TextContent, ThinkingContent, ToolCall
 from pi_protocol.converter import StructureError, converter, structure, unstructure
 from pi_protocol.entries import (
@@ -59,6 +59,8 @@ __all__ = [
     "CustomMessage",
     "CustomMessageEntry",
     "FileDetails",
+    "Gate",
+    "GateAddition",
     "ImageContent",
     "LabelEntry",
     "Message",

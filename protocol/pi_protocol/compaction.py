@@ -48,6 +48,25 @@ class CompactionPreview:
 
 
 @attrs.define(kw_only=True)
+class GateAddition:
+    """One hard fact the fidelity gate added to a summary that lacked it.
+
+    ``kind``: ``constraint``, ``lastRequest``, ``lastError``, ``identifier`` or
+    ``modifiedFile`` (a file changed through bash, added to the file lists).
+    """
+
+    kind: str
+    text: str
+
+
+@attrs.define(kw_only=True)
+class Gate:
+    """What the fidelity gate did to a summary before it was shown or written."""
+
+    added: list[GateAddition] = attrs.field(factory=list)
+
+
+@attrs.define(kw_only=True)
 class CompactResult:
     """``pi/compact``, ``pi/reportOverflow``: the entry written and the context size before and after.
 
@@ -60,6 +79,8 @@ class CompactResult:
     tool results first: ``masked`` lists those ``context_edit`` entries and
     ``tokens_before`` is the size before them. ``outcome: "maskedOnly"`` means that
     was enough and no summary was written: ``entry`` is then the last edit.
+
+    ``gate`` lists the facts the fidelity gate added (empty for a hook's entry).
     """
 
     entry: RawEntry
@@ -69,6 +90,7 @@ class CompactResult:
     usage: Usage | None = None
     outcome: Literal["compacted", "maskedOnly"] = "compacted"
     masked: list[RawEntry] = attrs.field(factory=list)
+    gate: Gate = attrs.field(factory=Gate)
 
 
 @attrs.define(kw_only=True)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import attrs
 
 from pi_protocol.base import JsonDict, extra_field, keep_null
+from pi_protocol.compaction import Gate
 from pi_protocol.entries import RawEntry
 from pi_protocol.messages import Usage
 from pi_protocol.params import ProgressToken
@@ -65,21 +66,6 @@ class SummarizeParams:
 
 
 @attrs.define(kw_only=True)
-class GateFact:
-    """One hard fact the fidelity gate added back to a summary."""
-
-    kind: str
-    text: str
-
-
-@attrs.define(kw_only=True)
-class DraftGate:
-    """What the fidelity gate did to a draft."""
-
-    added: list[GateFact] = attrs.field(factory=list)
-
-
-@attrs.define(kw_only=True)
 class Draft:
     """DRAFT: a summary that was made but not written (``pi/summarize``, ``pi/compact`` with ``draft``)."""
 
@@ -92,7 +78,7 @@ class Draft:
     estimated_tokens_after: int = 0
     details: Any = None
     usage: Usage | None = None
-    gate: DraftGate = attrs.field(factory=DraftGate)
+    gate: Gate = attrs.field(factory=Gate)
     expires_at: str | None = keep_null(default=None)
 
 

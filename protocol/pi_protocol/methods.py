@@ -150,7 +150,7 @@ _READ: Final = ("unknownSession", "unknownEntry")
 _WRITE: Final = ("unknownSession", "unknownEntry", "locked")
 _EDIT: Final = ("unknownSession", "unknownEntry", "locked", "invalidParams", "liveWriter")
 _SUMMARIZE: Final = ("unknownSession", "locked", "nothingToCompact", "summarizerFailed", "conflict", "busy",
-                     "liveWriter")
+                     "liveWriter", "notShrinking", "summaryIncomplete")
 
 METHODS: Final = (
     MethodSpec(CREATE_SESSION, CreateSessionParams, SessionInfo, "create_session",

@@ -121,3 +121,12 @@ class SummaryIncomplete(PiError):
     """
 
     reason = "summaryIncomplete"
+
+
+class NotShrinking(PiError):
+    """The summary would not make the context meaningfully smaller (above 0.9 × tokensBefore); nothing written.
+
+    ``data`` has ``tokensBefore`` and ``tokensAfter`` (the estimate had it been written).
+    """
+
+    reason = "notShrinking"

@@ -139,9 +139,10 @@ async def test_checkpoints_chain_over_two_compactions(pi16: PiOracle, tmp_path: 
     path = pi_written(pi16, tmp_path, script())
     session = Session.open(path)
     await compact(session, OfflineSummarizer(), settings=KEEP)
+    # Enough new work that the second compaction shrinks the context (notShrinking otherwise).
     session.append([{"type": "message", "message": system(12, sections={"lang": "en"})},
-                    {"type": "message", "message": user("more work " * 80, 13)},
-                    {"type": "message", "message": assistant("More done. " * 60, 14)},
+                    {"type": "message", "message": user("more work " * 400, 13)},
+                    {"type": "message", "message": assistant("More done. " * 300, 14)},
                     {"type": "message", "message": user("and more", 15)},
                     {"type": "message", "message": assistant("Fine. " * 30, 16)}])
     second = (await compact(session, OfflineSummarizer(), settings=KEEP)).entry.data

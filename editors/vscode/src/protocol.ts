@@ -276,6 +276,15 @@ export interface CompactionPreview {
   requests?: SummaryRequestView[];
 }
 
+export interface GateAddition {
+  kind: string;
+  text: string;
+}
+
+export interface Gate {
+  added?: GateAddition[];
+}
+
 export interface CompactResult {
   entry: SessionEntry;
   tokensBefore: number;
@@ -284,6 +293,7 @@ export interface CompactResult {
   usage?: Usage | null;
   outcome: "compacted" | "maskedOnly";
   masked?: SessionEntry[];
+  gate?: Gate;
 }
 
 export interface NavigateResult {
@@ -669,15 +679,6 @@ export interface SummarizeParams {
   [key: string]: unknown;
 }
 
-export interface GateFact {
-  kind: string;
-  text: string;
-}
-
-export interface DraftGate {
-  added?: GateFact[];
-}
-
 export interface Draft {
   draftId: string;
   sessionId: string;
@@ -688,7 +689,7 @@ export interface Draft {
   estimatedTokensAfter?: number;
   details?: unknown;
   usage?: Usage | null;
-  gate?: DraftGate;
+  gate?: Gate;
   expiresAt?: string | null;
 }
 

@@ -4,9 +4,15 @@ Contracts:
 - Pure preparation first (``compaction.prepare``); nothing to summarize is an
   error (:class:`NothingToCompact`) instead of Pi 0.73.1's request for a
   summary of an empty conversation (newer Pi refuses too, upstream #4811).
-- The summary is validated (see ``pipeline.summaries``) and must not be larger than
-  what it replaces (allowing a small floor for tiny ranges); one retry, then
-  a clear error.
+- The summary is repaired by the fidelity gate (see ``pipeline.summaries``)
+  and must shrink the context: written only if ``estimatedTokensAfter <=
+  SHRINK_RATIO x tokensBefore`` (a model is asked once more), else
+  :class:`NotShrinking` and nothing written. A person's edit (``review``) is
+  checked the same way, never gated.
+- File lists (:mod:`pipeline.filelists`): Pi's cumulative lists plus the
+  files the range changed through bash (a named deviation,
+  ``test_fix_bash_file_ops_are_tracked``, in the summary and ``details``);
+  the summary's lists are capped, never dropping a file modified in the range.
 - Hook points for the daemon: ``supply`` may hand in a finished entry (a
   ``pi/beforeCompact`` hook; no summarizer call then) and ``review`` may edit
   or reject the summary before it is written (``pi/reviewSummary``).
@@ -40,15 +46,14 @@ import attrs
 
 from pi_protocol import CompactionEntry, CompactionPreview, FileDetails, Usage, structure, unstructure
 from pi_protocol.compaction import SummaryRequestView
-from pi_sessiond.compaction.fileops import format_file_operations
 from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
 from pi_sessiond.compaction.tokens import CompactionSettings, estimate_tokens
-from pi_sessiond.errors import Conflict, NothingToCompact
+from pi_sessiond.errors import Conflict, NothingToCompact, NotShrinking
+from pi_sessiond.pipeline.filelists import RangeFiles, range_files
 from pi_sessiond.pipeline.requests import OutputLimit, compaction_jobs, compaction_requests
 from pi_sessiond.pipeline.summaries import (
     RunOptions,
     SummaryText,
-    SummaryValidationError,
     add_usage,
     summarize_compaction,
 )
@@ -58,9 +63,10 @@ from pi_sessiond.store.projection import project_path
 from pi_sessiond.store.session import Completer, Session
 from pi_sessiond.store.system import current_system_message
 from pi_sessiond.summarizers.base import Summarizer, SummaryRequest
+from pi_sessiond.summarizers.gate import Added
 
 JsonDict = dict[str, Any]
-MIN_SIZE_FLOOR = 2048  # tokens: a structured summary (two, for a split turn) of a tiny range may exceed it
+SHRINK_RATIO = 0.9
 
 
 Progress = Callable[[str, int | None], None]
@@ -84,7 +90,8 @@ class CompactResult:
     tokens_before: int
     tokens_after: int
     usage: Usage | None
-    dropped_messages: int = 0
+    gate: tuple[Added, ...] = ()
+    chunks: int = 1
 
 
 def prepare_or_refuse(session: Session, settings: CompactionSettings) -> CompactionPreparation:
@@ -139,12 +146,13 @@ async def compact(
     if data is None:
         count = len(prep.messages_to_summarize) + len(prep.turn_prefix_messages)
         report(f"summarizing {count} messages", 5)
-        summary = await _sized_summary(session, summarizer, prep, custom_instructions, report, options)
-        text = summary.text
+        files = await asyncio.to_thread(range_files, prep)
+        summary = await _sized_summary(session, summarizer, prep, files, custom_instructions, report, options)
+        data = compaction_entry(prep, summary.text, summary.usage, files)
         if review is not None:
-            pending = compaction_entry(prep, text, summary.usage)
-            text = await review(text, prep.tokens_before, pending_tokens(session, pending))
-        data = compaction_entry(prep, text, summary.usage)
+            text = await review(summary.text, prep.tokens_before, pending_tokens(session, data))
+            data = compaction_entry(prep, text, summary.usage, files)
+            check_shrinks(session, prep, data)
     report("writing", 95)
     entry = write_compaction(session, data, verify=lambda: check_descends(session, leaf_before))
     report("done", 100)
@@ -153,7 +161,8 @@ async def compact(
         tokens_before=int(entry.data.get("tokensBefore") or 0),
         tokens_after=estimated_tokens_after(session),
         usage=summary.usage if summary is not None else hooked_usage(entry),
-        dropped_messages=summary.dropped_messages if summary is not None else 0,
+        gate=summary.gate if summary is not None else (),
+        chunks=summary.chunks if summary is not None else 0,
     )
 
 
@@ -203,30 +212,55 @@ async def summarize_prepared(
     report: Progress | None = None,
     options: RunOptions | None = None,
 ) -> SummaryText:
-    """The summary :func:`compact` would write for ``prep`` (file lists appended, size checked); writes nothing."""
-    return await _sized_summary(session, summarizer, prep, instructions, report or _ignore, options)
+    """The summary :func:`compact` would write for ``prep`` (file lists appended, fidelity gate run, size
+    checked); writes nothing."""
+    files = await asyncio.to_thread(range_files, prep)
+    return await _sized_summary(session, summarizer, prep, files, instructions, report or _ignore, options)
 
 
 async def _sized_summary(
     session: Session,
     summarizer: Summarizer,
     prep: CompactionPreparation,
+    files: RangeFiles,
     instructions: str | None,
     report: Progress,
     options: RunOptions | None,
 ) -> SummaryText:
-    """The summary with its file lists; an oversized answer is asked for once more (both usages count)."""
+    """The summary with its file lists; one that does not shrink the context is asked for once more
+    (both usages count), then :class:`NotShrinking`. The offline summarizer is not asked twice."""
     spent = Usage()
-    for attempt in range(2):
+    attempts = 1 if summarizer.name == "offline" else 2
+    for attempt in range(attempts):
         summary = await _summarize(session, summarizer, prep, instructions, report, options or RunOptions())
         spent = add_usage(spent, summary.usage)
-        text = summary.text + _file_block(prep)
-        problem = oversized(text, prep)
-        if not problem:
-            return SummaryText(text=text, usage=spent, dropped_messages=summary.dropped_messages)
-        if attempt == 1:
-            raise SummaryValidationError(problem)
+        text = summary.text + files.block
+        gate = summary.gate + tuple(Added("modifiedFile", p) for p in files.bash_modified)
+        try:
+            check_shrinks(session, prep, compaction_entry(prep, text, spent, files))
+        except NotShrinking:
+            if attempt == attempts - 1:
+                raise
+            continue
+        return SummaryText(text=text, usage=spent, gate=gate, chunks=summary.chunks)
     raise AssertionError("unreachable")
+
+
+def check_shrinks(session: Session, prep: CompactionPreparation, data: JsonDict) -> None:
+    """:class:`NotShrinking` unless writing ``data`` leaves at most ``SHRINK_RATIO`` of the context.
+
+    The context before is Pi's ``tokensBefore``, or the estimate of the leaf's
+    context when that is larger (usage figures below the estimate are stale
+    or made up; the estimate is what ``tokensAfter`` is measured in).
+    """
+    after = pending_tokens(session, data)
+    before = max(prep.tokens_before, estimated_tokens_after(session))
+    if after > SHRINK_RATIO * before:
+        raise NotShrinking(
+            f"the compaction would leave {after} of {before} tokens "
+            f"(more than {SHRINK_RATIO:.0%}); nothing was written",
+            data={"tokensBefore": before, "tokensAfter": after},
+        )
 
 
 async def _summarize(
@@ -319,34 +353,16 @@ def request_view(request: SummaryRequest) -> SummaryRequestView:
     )
 
 
-def _file_block(prep: CompactionPreparation) -> str:
-    lists = prep.file_lists
-    return format_file_operations(lists.read_files, lists.modified_files)
-
-
-def oversized(text: str, prep: CompactionPreparation) -> str:
-    """Why ``text`` is too large for what it replaces, or ``""``.
-
-    A repeated compaction replaces the previous summary too (it leaves the
-    context), so that counts as replaced.
-    """
-    replaced = sum(estimate_tokens(m) for m in (*prep.messages_to_summarize, *prep.turn_prefix_messages))
-    if prep.previous_summary:
-        replaced += estimate_tokens({"role": "compactionSummary", "summary": prep.previous_summary})
-    size = estimate_tokens({"role": "compactionSummary", "summary": text})
-    if size > max(replaced, MIN_SIZE_FLOOR):
-        return f"the summary ({size} tokens) is larger than the {replaced} tokens it would replace"
-    return ""
-
-
-def compaction_entry(prep: CompactionPreparation, summary: str, usage: Usage | None) -> JsonDict:
-    """The entry to append (the store assigns id, parentId and timestamp)."""
-    lists = prep.file_lists
+def compaction_entry(
+    prep: CompactionPreparation, summary: str, usage: Usage | None, files: RangeFiles | None = None
+) -> JsonDict:
+    """The entry to append (the store assigns id, parentId and timestamp); ``details`` from ``files``."""
+    files = files or range_files(prep)
     entry = CompactionEntry(
         summary=summary,
         first_kept_entry_id=prep.first_kept_entry_id,
         tokens_before=prep.tokens_before,
-        details=FileDetails(read_files=list(lists.read_files), modified_files=list(lists.modified_files)),
+        details=FileDetails(read_files=list(files.read_files), modified_files=list(files.modified_files)),
         from_hook=False,
         usage=usage,
     )

@@ -2,6 +2,10 @@
 
 Contracts:
 - Navigating to the current leaf does nothing.
+- A generated branch summary (preamble, text and file lists) is at most
+  :func:`branch_bound` tokens: ``max(1,000, 0.5 × the tokens it
+  summarizes)``; a longer answer loses its oldest items first
+  (:func:`~pi_sessiond.summarizers.fit.fit_text`), after the fidelity gate.
 - The entries between the old leaf and the common ancestor with the target
   are summarized only when asked (and only if there are any); the summary is
   Pi's preamble + the summarizer's text + the file lists, and becomes a
@@ -49,6 +53,8 @@ from pi_sessiond.store.kinds import content_text
 from pi_sessiond.store.layout import now_iso
 from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.base import Summarizer
+from pi_sessiond.summarizers.fit import fit_text
+from pi_sessiond.summarizers.fit import tokens as fit_tokens
 
 JsonDict = dict[str, Any]
 NO_CONTENT = "No content to summarize"
@@ -137,13 +143,28 @@ async def generate_branch_summary(
     )
     text = await run_job(summarizer, job, on_tokens, options)
     lists = compute_file_lists(prep.file_ops)
-    body = BRANCH_SUMMARY_PREAMBLE + text.text + format_file_operations(lists.read_files, lists.modified_files)
+    body = bounded_body(text.text, format_file_operations(lists.read_files, lists.modified_files), prep.messages)
     return BranchSummary(
         summary=body or NO_SUMMARY,
         read_files=lists.read_files,
         modified_files=lists.modified_files,
         usage=text.usage,
     )
+
+
+BRANCH_FLOOR_TOKENS = 1000
+BRANCH_SHARE = 0.5
+
+
+def branch_bound(summarized_tokens: int) -> int:
+    """A branch summary's size bound: ``max(1,000, 0.5 × the tokens it summarizes)`` tokens."""
+    return max(BRANCH_FLOOR_TOKENS, int(BRANCH_SHARE * summarized_tokens))
+
+
+def bounded_body(text: str, files: str, messages: Sequence[JsonDict]) -> str:
+    """Preamble + ``text`` + ``files`` within :func:`branch_bound` of ``messages`` (``text`` fitted)."""
+    room = branch_bound(sum(estimate_tokens(m) for m in messages)) - fit_tokens(BRANCH_SUMMARY_PREAMBLE + files)
+    return BRANCH_SUMMARY_PREAMBLE + fit_text(text, max(0, room)) + files
 
 
 def landing(target: Entry) -> tuple[str | None, str | None]:

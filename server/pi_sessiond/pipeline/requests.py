@@ -25,6 +25,13 @@ Rules (Pi 1.6.0):
   summary as it is, or Pi's "No prior history." without one;
 - branch: custom instructions added to or replacing the guidance, the
   session's thinking level.
+- tool results sent to a model keep their head **and** tail
+  (:func:`for_request`): a result above Pi's 2,000-character cut keeps its
+  first ``HEAD_SHARE`` and its end within the same budget, with a marker
+  saying how much was left out between (a named deviation from Pi's
+  head-only cut, ``test_fix_tool_results_keep_head_and_tail``: the error is
+  usually at the end). The preview's ``serialized`` stays Pi's exact text;
+  ``prompt`` and ``requests`` show what is sent.
 Pure: no I/O, no awaits.
 """
 
@@ -45,7 +52,8 @@ from pi_sessiond.compaction.prompts import (
     build_summary_prompt,
     build_turn_prefix_prompt,
 )
-from pi_sessiond.compaction.serialize import serialize_conversation
+from pi_sessiond.compaction.serialize import TOOL_RESULT_MAX_CHARS, serialize_conversation
+from pi_sessiond.compaction.text import utf16_len, utf16_prefix
 from pi_sessiond.summarizers.base import Purpose, SummaryRequest
 
 JsonDict = dict[str, Any]
@@ -67,9 +75,47 @@ TURN_PREFIX_HEADINGS = ("## Original Request", "## Progress So Far", "## Context
 BRANCH_HEADINGS = HISTORY_HEADINGS[:-1]
 
 
+HEAD_SHARE = 0.4
+
+
 def serialize_messages(messages: Sequence[JsonDict]) -> str:
     """Pi's ``serializeConversation(convertToLlm(messages))`` for session messages."""
     return serialize_conversation(convert_to_llm(messages))
+
+
+def serialize_for_request(messages: Sequence[JsonDict]) -> str:
+    """What a summarizer is sent: :func:`serialize_messages` with long tool results cut head and tail."""
+    return serialize_messages([for_request(m) for m in messages])
+
+
+def head_and_tail(text: str, budget: int = TOOL_RESULT_MAX_CHARS) -> str:
+    """``text`` within ``budget`` UTF-16 units: its start, a marker, its end (unchanged when it fits)."""
+    if utf16_len(text) <= budget:
+        return text
+    room = budget - 60
+    while room > 0:
+        head, tail = int(room * HEAD_SHARE), room - int(room * HEAD_SHARE)
+        omitted = len(text) - head - tail
+        cut = f"{text[:head]}\n\n[... {omitted} characters omitted ...]\n\n{text[len(text) - tail:]}"
+        if utf16_len(cut) <= budget:
+            return cut
+        room -= max(1, utf16_len(cut) - budget)
+    return utf16_prefix(text, budget)
+
+
+def for_request(message: JsonDict) -> JsonDict:
+    """A tool result whose text exceeds Pi's cut, with its text blocks as one head-and-tail block."""
+    content = message.get("content")
+    if message.get("role") != "toolResult" or not isinstance(content, list):
+        return message
+    texts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    if not all(isinstance(t, str) for t in texts):
+        return message
+    joined = "".join(texts)
+    if utf16_len(joined) <= TOOL_RESULT_MAX_CHARS:
+        return message
+    rest = [b for b in content if not (isinstance(b, dict) and b.get("type") == "text")]
+    return {**message, "content": [{"type": "text", "text": head_and_tail(joined)}, *rest]}
 
 
 @attrs.frozen(kw_only=True)
@@ -111,7 +157,7 @@ class SummaryJob:
     def request(self, messages: Sequence[JsonDict] | None = None) -> SummaryRequest:
         """The request for ``messages`` (default: all of the job's; fewer after shrinking)."""
         chosen = self.messages if messages is None else tuple(messages)
-        return self.request_for(serialize_messages(chosen), chosen)
+        return self.request_for(serialize_for_request(chosen), chosen)
 
     def request_for(self, serialized: str, messages: Sequence[JsonDict]) -> SummaryRequest:
         """The request for ``messages`` already serialized as ``serialized``."""
@@ -261,10 +307,14 @@ def compaction_requests(
     reasoning: str | None = None,
     limit: OutputLimit | None = None,
 ) -> CompactionRequests:
-    """The requests :func:`compaction_jobs` sends first, and the serialized conversations in them."""
+    """The requests :func:`compaction_jobs` sends first, and Pi's serialized conversations.
+
+    ``serialized`` / ``turn_prefix_serialized`` are Pi's exact texts; the
+    requests carry :func:`serialize_for_request`'s (tool results head and tail).
+    """
     jobs = compaction_jobs(prep, instructions, reasoning, limit)
     serialized = serialize_messages(prep.messages_to_summarize)
     prefix = serialize_messages(jobs.turn_prefix.messages) if jobs.turn_prefix else ""
-    history = jobs.history.request_for(serialized, jobs.history.messages) if jobs.history else None
-    turn = jobs.turn_prefix.request_for(prefix, jobs.turn_prefix.messages) if jobs.turn_prefix else None
+    history = jobs.history.request() if jobs.history else None
+    turn = jobs.turn_prefix.request() if jobs.turn_prefix else None
     return CompactionRequests(serialized=serialized, turn_prefix_serialized=prefix, history=history, turn_prefix=turn)

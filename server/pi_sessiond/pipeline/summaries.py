@@ -12,22 +12,27 @@ Contracts:
 - Every call goes through the one retry layer
   (:func:`pi_sessiond.summarizers.retry.with_retries`, ``retry.*``); each
   retry is reported to :attr:`RunOptions.on_retry` before its wait.
-- A context-length error from the summarizer's *own* request is not fatal:
-  the oldest serialized messages are dropped (a quarter at a time, at most
-  :data:`MAX_SHRINKS` times) and the request is built and sent again, so a
-  session too big for the summarizer still compacts (the deadlock users of
-  other agents report cannot happen here).
+- A context-length error from the summarizer's *own* request is not fatal
+  and drops nothing: the range is summarized in chunks (2, 4, … up to
+  :data:`MAX_CHUNKS` of about equal tokens), oldest first, each folded into
+  the running summary (a history update whose previous summary is the
+  running one; the last chunk is the job's own request, with the running
+  summary before its messages where the format has no previous summary).
+  :attr:`SummaryText.chunks` says how many.
 - An answer that stopped at its output limit or called a tool is never used:
   :class:`~pi_sessiond.errors.SummaryIncomplete` at once (not asked again).
-- Every other answer is validated: non-empty and, for structured formats,
-  every heading of its job present; a failing answer is asked for once more,
-  then a :class:`SummaryValidationError` is raised. Nothing here writes anything.
+- An empty answer is asked for once more, then :class:`SummaryValidationError`.
+  Any other answer is used: its headings are normalized and the fidelity
+  gate (:mod:`pi_sessiond.summarizers.gate`) adds the hard facts of the
+  job's whole range it lacks (:attr:`SummaryText.gate`), before anything is
+  shown or written. Nothing here writes anything.
 - Cancellation propagates untouched (the summarizer closes its stream).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,16 +41,20 @@ import attrs
 from pi_protocol import Cost, Usage
 from pi_protocol.settings import RetrySettings
 from pi_sessiond.compaction.prompts import merge_split_turn
+from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.errors import SummaryIncomplete
 from pi_sessiond.pipeline.requests import CompactionJobs, OutputLimit, SummaryJob
 from pi_sessiond.summarizers.base import Summarizer, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.errors import ContextLengthError, SummarizerError
+from pi_sessiond.summarizers.facts import Facts, extract_facts
+from pi_sessiond.summarizers.gate import Added, repair
 from pi_sessiond.summarizers.retry import RetryCallback, with_retries
 
 JsonDict = dict[str, Any]
+log = logging.getLogger("pi_sessiond.pipeline")
 TokensCallback = Callable[[int], None]
 
-MAX_SHRINKS = 4
+MAX_CHUNKS = 16
 _LABELS = {"history": "summary", "turnPrefix": "turn-prefix summary", "branch": "branch summary"}
 
 
@@ -75,11 +84,15 @@ class SummaryValidationError(SummarizerError):
 
 @attrs.frozen(kw_only=True)
 class SummaryText:
-    """A finished summary and the combined usage of the calls that made it."""
+    """A finished summary, the combined usage of the calls that made it, what the gate added.
+
+    ``chunks`` is how many pieces the range was summarized in (1: at once).
+    """
 
     text: str
     usage: Usage
-    dropped_messages: int = 0
+    gate: tuple[Added, ...] = ()
+    chunks: int = 1
 
 
 def add_usage(a: Usage, b: Usage) -> Usage:
@@ -113,45 +126,84 @@ async def run_job(
     progress: TokensCallback | None = None,
     options: RunOptions | None = None,
 ) -> SummaryText:
-    """One summary: shrink on context-length errors, refuse incomplete answers, validate, ask once more."""
+    """One summary: chunked on context-length errors, incomplete answers refused, repaired by the gate."""
     options = options or RunOptions()
-    messages = list(job.messages)
-    dropped = 0
-    for _ in range(MAX_SHRINKS + 1):
+    facts = await asyncio.to_thread(extract_facts, job.messages)
+    parts = 1
+    while True:
         try:
-            # Serializing a long conversation is CPU work: keep it off the event loop.
-            request = await asyncio.to_thread(job.request, messages)
-            result = await _validated(summarizer, job, request, progress, options)
+            return await _in_chunks(summarizer, job, facts, parts, progress, options)
         except ContextLengthError:
-            cut = max(1, len(messages) // 4)
-            if len(messages) <= 1:
+            if parts * 2 > min(MAX_CHUNKS, len(job.messages)):
                 raise
-            messages = messages[cut:]
-            dropped += cut
-            continue
-        return SummaryText(text=result.text, usage=result.usage, dropped_messages=dropped)
-    raise ContextLengthError(
-        f"the summarizer's context is too small even after dropping the oldest {dropped} messages"
-    )
+            parts *= 2
+            log.info("the %s range does not fit the summarizer's window: summarizing it in %d chunks",
+                     job.purpose, parts)
 
 
-async def _validated(
+def split_evenly(messages: Sequence[JsonDict], parts: int) -> list[tuple[JsonDict, ...]]:
+    """``messages`` in at most ``parts`` consecutive non-empty chunks of about equal estimated tokens."""
+    sizes = [max(1, estimate_tokens(m)) for m in messages]
+    total, seen = sum(sizes), 0
+    chunks: list[tuple[JsonDict, ...]] = []
+    current: list[JsonDict] = []
+    for message, size in zip(messages, sizes, strict=True):
+        current.append(message)
+        seen += size
+        if seen * parts >= total * (len(chunks) + 1) and len(chunks) < parts - 1:
+            chunks.append(tuple(current))
+            current = []
+    if current:
+        chunks.append(tuple(current))
+    return chunks
+
+
+async def _in_chunks(
+    summarizer: Summarizer,
+    job: SummaryJob,
+    facts: Facts,
+    parts: int,
+    progress: TokensCallback | None,
+    options: RunOptions,
+) -> SummaryText:
+    chunks = split_evenly(job.messages, parts) if parts > 1 else [job.messages]
+    running, usage = job.previous_summary, Usage()
+    for chunk in chunks[:-1]:
+        fold = attrs.evolve(job, purpose="history", messages=chunk, previous_summary=running)
+        result = await _answer(summarizer, fold, await asyncio.to_thread(fold.request), progress, options)
+        running, usage = repair(result.text, Facts(), "history", fold.headings).text, add_usage(usage, result.usage)
+    last = _last_chunk(job, chunks[-1], running, folded=len(chunks) > 1)
+    result = await _answer(summarizer, last, await asyncio.to_thread(last.request), progress, options)
+    repaired = repair(result.text, facts, job.purpose, job.headings)
+    usage = add_usage(usage, result.usage)
+    return SummaryText(text=repaired.text, usage=usage, gate=repaired.added, chunks=len(chunks))
+
+
+def _last_chunk(job: SummaryJob, chunk: tuple[JsonDict, ...], running: str | None, *, folded: bool) -> SummaryJob:
+    if not folded:
+        return job
+    if job.purpose == "history" or running is None:
+        return attrs.evolve(job, messages=chunk, previous_summary=running)
+    carried = {"role": "compactionSummary", "summary": running, "timestamp": 0}
+    return attrs.evolve(job, messages=(carried, *chunk))
+
+
+async def _answer(
     summarizer: Summarizer,
     job: SummaryJob,
     request: SummaryRequest,
     progress: TokensCallback | None,
     options: RunOptions,
 ) -> SummaryResult:
-    problem = ""
+    """The summarizer's answer to ``request``: not incomplete, not empty (one more try for that)."""
     for _attempt in range(2):
         result = await with_retries(
             lambda: summarizer.summarize(request, progress=progress), options.retry, options.on_retry
         )
         refuse_incomplete(job, result)
-        problem = _problem(result.text, job.headings)
-        if not problem:
+        if result.text.strip():
             return result
-    raise SummaryValidationError(f"the summarizer's answer was unusable twice: {problem}")
+    raise SummaryValidationError("the summarizer's answer was empty twice")
 
 
 def refuse_incomplete(job: SummaryJob, result: SummaryResult) -> None:
@@ -164,13 +216,6 @@ def refuse_incomplete(job: SummaryJob, result: SummaryResult) -> None:
     else:
         return
     raise SummaryIncomplete(message, data={"purpose": job.purpose, "stopReason": result.stop_reason})
-
-
-def _problem(text: str, headings: Sequence[str]) -> str:
-    if not text.strip():
-        return "empty summary"
-    missing = missing_headings(text, headings)
-    return f"missing headings {', '.join(missing)}" if missing else ""
 
 
 async def summarize_compaction(
@@ -203,7 +248,8 @@ async def summarize_compaction(
     return SummaryText(
         text=merge_split_turn(head.text, tail.text),
         usage=add_usage(head.usage, tail.usage),
-        dropped_messages=head.dropped_messages + tail.dropped_messages,
+        gate=head.gate + tail.gate,
+        chunks=head.chunks + tail.chunks - 1,
     )
 
 

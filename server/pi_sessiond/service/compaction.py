@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 import attrs
 
-from pi_protocol import CompactionPreview, CompactResult, methods
+from pi_protocol import CompactionPreview, CompactResult, Gate, GateAddition, methods
 from pi_protocol.params import CompactParams, ReportOverflowParams
 from pi_protocol.results import (
     Compacted,
@@ -43,6 +43,7 @@ from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.interface import ProgressFactory
 from pi_sessiond.service.livewriter import check_live_writer
 from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.summarizers.gate import Added
 
 T = TypeVar("T")
 JsonDict = dict[str, Any]
@@ -230,8 +231,15 @@ async def _compact_session(
     core.notify(methods.COMPACTED, Compacted(session_id=opened.key, entry=entry.data, reason=reason))
     core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
                                                         reason="compaction"))
+    gate = gate_of(result.gate)
     return CompactResult(entry=entry.data, tokens_before=result.tokens_before, tokens_after=result.tokens_after,
-                         estimated_tokens_after=result.tokens_after, usage=result.usage, outcome="compacted")
+                         estimated_tokens_after=result.tokens_after, usage=result.usage, outcome="compacted",
+                         gate=gate)
+
+
+def gate_of(added: Iterable[Added]) -> Gate:
+    """The wire form of what the fidelity gate added."""
+    return Gate(added=[GateAddition(kind=a.kind, text=a.text) for a in added])
 
 
 # ---------------------------------------------------------------- progress

@@ -33,7 +33,7 @@ from pi_sessiond.pipeline.compaction import (
     summarize_prepared,
 )
 from pi_sessiond.pipeline.navigation import generate_branch_summary
-from pi_sessiond.service.compaction import Report, with_progress
+from pi_sessiond.service.compaction import Report, gate_of, with_progress
 from pi_sessiond.service.core import Core
 from pi_sessiond.service.interface import ProgressFactory
 from pi_sessiond.service.registry import OpenSession
@@ -92,7 +92,7 @@ async def _compaction_draft(core: Core, opened: OpenSession, params: SummarizePa
         draft_id=new_draft_id(), session_id=opened.key, kind="compaction", summary=text.text,
         first_kept_entry_id=prep.first_kept_entry_id, tokens_before=prep.tokens_before,
         estimated_tokens_after=_tokens_after(opened, data, prep.first_kept_entry_id),
-        details=data.get("details"), usage=text.usage,
+        details=data.get("details"), usage=text.usage, gate=gate_of(text.gate),
     )
 
 

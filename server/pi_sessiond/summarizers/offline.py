@@ -11,20 +11,25 @@ Invariants:
   order, and nothing else at heading level: item text never starts a line
   with ``#`` (continuation lines are indented by two spaces).
 * Same request => same bytes. Usage is all zeros.
-* Update merge: every item of a structured previous summary is kept (an
-  In Progress item whose path was now edited moves to Done, a Blocked one to
-  Done as resolved); an unstructured previous summary is kept whole, quoted,
+* Update merge (:mod:`.offline_merge`): the items of a structured previous
+  summary are kept, but for the one-of-a-kind ones the new range replaces and
+  superseded marks; an unstructured previous summary is kept whole, quoted,
   under Critical Context. ``<read-files>``/``<modified-files>`` blocks are
   not written (the compaction pipeline appends them) and are dropped from the previous
   summary for the same reason.
-* ``max_tokens`` (4 chars a token): the longest section loses its oldest item
-  first, items matching the custom instructions last; headings stay.
+* ``max_tokens`` (4 chars a token) and half the input (:func:`_budget_tokens`):
+  the longest section loses its oldest item first, items matching the custom
+  instructions last; headings stay.
+* Iterative: an update follows :mod:`.offline_merge` (one last error, one
+  latest request, restated constraints and decisions marked superseded).
+* Long sessions keep their beginning: the first request stays first in Goal
+  and constraints are kept oldest first (not pushed out by later ones).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import attrs
 
@@ -33,16 +38,14 @@ from pi_sessiond.compaction.prompts import SPLIT_TURN_SEPARATOR
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.offline_extract import Extraction, extract, message_text, trim_block
+from pi_sessiond.summarizers.offline_merge import CURRENT, STOPWORDS, merge
 
 CHARS_PER_TOKEN = 4
-_LIMITS = {"goal": 12, "constraints": 10, "done": 40, "decisions": 10, "next": 8, "ids": 20}
+_LIMITS = {"goal": 12, "constraints": 40, "done": 40, "decisions": 10, "next": 8, "ids": 20}
 _FILE_TAGS = re.compile(r"\n*<(read-files|modified-files)>\n.*?\n</\1>", re.S)
 _ITEM = re.compile(r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)(.*)$")
-_CURRENT = " (current)"
-_STOPWORDS = frozenset(
-    {"about", "after", "also", "and", "are", "but", "for", "from", "have", "into", "more", "only", "that", "the"}
-    | {"then", "this", "what", "when", "with"}
-)
+_CURRENT = CURRENT
+_STOPWORDS = STOPWORDS
 
 # key, heading, item marker
 _SPECS = {
@@ -110,19 +113,30 @@ def build_summary(request: SummaryRequest, *, progress: ProgressCallback | None 
 
 
 MIN_BUDGET_TOKENS = 600
+HISTORY_CAP_TOKENS = 8000
+SHARE_OF_SOURCE = 0.5
+BRANCH_FLOOR_TOKENS = 1000
 
 
 def _budget_tokens(request: SummaryRequest) -> int:
-    """``max_tokens``, but never more than what is summarized (a summary must not outgrow it).
+    """``max_tokens``, but never more than half of what is summarized (a summary must shrink it).
 
     A model is told the cap and writes less on its own; this summarizer has no
-    such judgement, so it also stays within the size of its input (plus the
-    previous summary it carries), with a small floor for the headings.
+    such judgement, so it stays within half its input (plus the previous
+    summary it carries), with a small floor for the headings; a history
+    summary within ``HISTORY_CAP_TOKENS`` (so that, with the capped file
+    lists, repeated compactions stay under 12k tokens), a branch summary
+    within 0.8 of its bound ``max(1,000, 0.5 × input)`` (room for the
+    preamble and the file lists).
     """
     source = sum(estimate_tokens(m) for m in request.messages)
     if request.previous_summary:
         source += len(request.previous_summary) // CHARS_PER_TOKEN
-    limit = max(source, MIN_BUDGET_TOKENS)
+    limit = max(int(source * SHARE_OF_SOURCE), MIN_BUDGET_TOKENS)
+    if request.purpose == "history":
+        limit = min(limit, HISTORY_CAP_TOKENS)
+    elif request.purpose == "branch":
+        limit = int(0.8 * max(BRANCH_FLOOR_TOKENS, source * SHARE_OF_SOURCE))
     return min(request.max_tokens, limit) if request.max_tokens > 0 else limit
 
 
@@ -136,12 +150,13 @@ def _matches(item: str, focus: frozenset[str]) -> bool:
     return any(word in lowered for word in focus)
 
 
-def _select(items: Sequence[str], limit: int, focus: frozenset[str]) -> list[str]:
-    """At most ``limit`` items, order kept: focus matches first, then the newest."""
+def _select(items: Sequence[str], limit: int, focus: frozenset[str], *, oldest: bool = False) -> list[str]:
+    """At most ``limit`` items, order kept: the first one always, focus matches, then the newest
+    (``oldest``: the oldest — earlier hard requirements are not pushed out by later ones)."""
     if len(items) <= limit:
         return list(items)
-    ranked = sorted(range(len(items)), key=lambda i: (not _matches(items[i], focus), -i))
-    return [items[i] for i in sorted(ranked[:limit])]
+    ranked = sorted(range(1, len(items)), key=lambda i: (not _matches(items[i], focus), i if oldest else -i))
+    return [items[i] for i in sorted([0, *ranked[: limit - 1]])]
 
 
 def _history_sections(found: Extraction, request: SummaryRequest, focus: frozenset[str]) -> list[_Section]:
@@ -151,11 +166,11 @@ def _history_sections(found: Extraction, request: SummaryRequest, focus: frozens
     critical = _critical(found, request, focus)
     new = {
         "goal": goals,
-        "constraints": _select(found.constraints, _LIMITS["constraints"], focus),
+        "constraints": _select(found.constraints, _LIMITS["constraints"], focus, oldest=True),
         "done": list(found.done),
         "in_progress": list(found.in_progress),
         "blocked": list(found.blocked),
-        "decisions": _select(found.decisions, _LIMITS["decisions"], focus),
+        "decisions": _select(found.decisions, _LIMITS["decisions"], focus) + _left(found, request),
         "next": _select(found.next_steps, _LIMITS["next"], focus),
         "critical": critical,
     }
@@ -163,7 +178,7 @@ def _history_sections(found: Extraction, request: SummaryRequest, focus: frozens
         # Branch summaries have no Critical Context: the requested focus leads the Goal.
         new["goal"].insert(0, "Additional focus: " + request.custom_instructions.strip())
     if request.purpose == "history" and request.previous_summary:
-        new = _merge(parse_summary(request.previous_summary), new, found.done_paths)
+        new = merge(parse_summary(request.previous_summary), new, found.done_paths)
     keys = _HISTORY if request.purpose == "history" else _BRANCH
     return [_Section(k, new[k], newest_first=k == "next") for k in keys]
 
@@ -172,13 +187,24 @@ def _critical(found: Extraction, request: SummaryRequest, focus: frozenset[str])
     items = list(found.notes)
     if request.custom_instructions:
         items.append("Additional focus: " + request.custom_instructions.strip())
-    items += [f"Error: {e}" if i else f"Last error: {e}" for i, e in enumerate(reversed(found.errors))][::-1]
+    items += [f"Last error: {e}" for e in found.errors[-1:]]
     ids = _select(found.identifiers, _LIMITS["ids"], focus)
     if ids:
         items.append("Identifiers in recent use: " + ", ".join(f"`{i}`" for i in ids))
     if found.last_request:
         items.append("Last user request (verbatim):\n" + found.last_request)
     return items
+
+
+def _left(found: Extraction, request: SummaryRequest) -> list[str]:
+    """For a branch summary: why the branch was left (blocked, unfinished, or where it stood)."""
+    if request.purpose != "branch":
+        return []
+    if found.blocked:
+        return [f"**Branch left while blocked**: {found.blocked[-1]}"]
+    if found.in_progress:
+        return [f"**Branch left unfinished**: {found.in_progress[0]}"]
+    return [f"**Branch left after**: {found.last_said}"] if found.last_said else []
 
 
 def _turn_prefix_sections(messages: Sequence[dict[str, object]], found: Extraction) -> list[_Section]:
@@ -254,37 +280,6 @@ def _add_line(items: list[str], line: str) -> None:
         items[-1] += "\n" + (line[2:] if line.startswith("  ") else line[1:])
     else:
         items.append(line.strip())
-
-
-def _merge(old: dict[str, list[str]], new: dict[str, list[str]], done_paths: Sequence[str]) -> dict[str, list[str]]:
-    still, finished = _split_done(old.get("in_progress", []), done_paths)
-    blocked, resolved = _split_done(old.get("blocked", []), done_paths)
-    goals = [g.removesuffix(_CURRENT) for g in old.get("goal", [])]
-    merged = {
-        "goal": _union(goals, new["goal"]),
-        "done": _union(old.get("done", []), finished, [f"Resolved: {r}" for r in resolved], new["done"]),
-        "in_progress": _union(still, new["in_progress"]),
-        "blocked": _union(blocked, new["blocked"]),
-        "next": _union(new["next"], old.get("next", [])),
-        "critical": _union(old.get("earlier", []), old.get("critical", []), new["critical"]),
-    }
-    for key in ("constraints", "decisions"):
-        merged[key] = _union(old.get(key, []), new[key])
-    return merged
-
-
-def _split_done(items: Sequence[str], done_paths: Sequence[str]) -> tuple[list[str], list[str]]:
-    names = {p for p in done_paths} | {p.rsplit("/", 1)[-1] for p in done_paths}
-    done = [i for i in items if any(n in i for n in names)]
-    return [i for i in items if i not in done], done
-
-
-def _union(*groups: Iterable[str]) -> list[str]:
-    seen: dict[str, str] = {}
-    for group in groups:
-        for item in group:
-            seen.setdefault(" ".join(item.split()), item)
-    return list(seen.values())
 
 
 def _fit(sections: list[_Section], budget: int, focus: frozenset[str]) -> None:

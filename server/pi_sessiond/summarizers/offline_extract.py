@@ -13,7 +13,13 @@ Invariants:
   An error is *blocking* until a later success of the same key: ``(tool,
   path)`` for file tools, the tool name otherwise, ``model`` for an assistant
   message that stopped with ``error``, ``bash`` for a user ``!command``.
-* Error texts are kept verbatim apart from trimming (``ERROR_CHARS``).
+* Error texts are reduced to their decisive lines (:func:`~.cues.decisive_lines`:
+  the traceback tail, the failing test and its assertion), verbatim.
+* Files changed by a successful bash command (``mv``, ``rm``, ``sed -i``,
+  redirects…, :mod:`.bashfiles`) are in ``done_paths`` (the command itself
+  is one Done item; the file lists name each file).
+* Constraints: every requirement sentence of every user message, whole
+  messages scanned, by structural cues (:mod:`.cues`).
 * Done files carry their full path exactly as the tool call wrote it.
 """
 
@@ -25,33 +31,30 @@ from typing import Any
 
 import attrs
 
+from pi_sessiond.summarizers.bashfiles import changed_paths
+from pi_sessiond.summarizers.cues import DECISIVE, constraint_sentences, decisive_lines
+from pi_sessiond.summarizers.facts import latest_request, message_text
+from pi_sessiond.summarizers.offline_text import (
+    command_label,
+    condense,
+    is_inspection,
+    is_request,
+    request_summary,
+    sentences,
+    trim_block,
+)
+
+__all__ = ["Extraction", "extract", "message_text", "trim_block"]
+
 JsonDict = dict[str, Any]
 
-ERROR_CHARS = 600
 REQUEST_CHARS = 1500
 COMMITS_KEPT = 10
 COMMANDS_KEPT = 8
 _FILE_TOOLS = frozenset({"read", "edit", "write"})
-_INSPECT = re.compile(
-    r"(?:ls|cat|grep|rg|find|head|tail|wc|echo|pwd|which|tree|file|stat|sed -n|git (?:status|diff|log|show))\b"
-)
-_CD_PREFIX = re.compile(r"^\s*cd\s+\S+\s*(?:&&|;|\n)\s*")
-_OUTPUT_FILTER = re.compile(r"\s+2>&1|\s*\|\s*(?:head|tail|grep)\b.*$")
 _COMMIT = re.compile(r"git commit\b.*?-m\s+([\"'])(.+?)\1", re.S)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _NUMBERED = re.compile(r"^\s*\d+[.)]\s+(.+)$", re.M)
-_ERROR_LINE = re.compile(r"^\s*(?:\w*(?:Error|Exception)\b|Traceback|panic:|error\b|ERR!)", re.M)
-_ACTION = re.compile(
-    r"\b(?:add|fix|move|remove|remoev|delete|rename|refactor|implement|read|tackle|make|create|update|write|"
-    r"split|change|build|run|test|check|investigate|commit|explain|suggest|use|continue|clean|improve|"
-    r"please|let's|need|want|should|must|can we|can you|could you|try|tell|show|plan)\b",
-    re.I,
-)
-_CONSTRAINT = re.compile(
-    r"\b(?:must|never|don't|do not|always|prefer|keep|without|only|should(?:n't)?|avoid|make sure|"
-    r"need(?:s)? to be|has to|have to|instead of|no more than|at most|at least)\b",
-    re.I,
-)
+_TICKED = re.compile(r"^\s*(?:\[[xX]\]|✅|✓|~~)|\((?:done|fixed)\)|~~$")
 _DECISION = re.compile(
     r"\b(?:I'll|I will|let's|we'll|we will|instead|decided|decide to|switch(?:ed|ing)? to|going with|"
     r"go with|the fix is|the approach|better to|rather than|we can have|we should|use `)",
@@ -86,91 +89,7 @@ class Extraction:
     identifiers: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     finished: bool = True
-
-
-def message_text(msg: JsonDict) -> str:
-    """A message's text: a string content, or its text blocks joined without separator."""
-    content = msg.get("content")
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
-
-
-def condense(text: str, limit: int = 160) -> str:
-    """Whitespace collapsed, cut at a sentence or word boundary to at most ``limit`` chars."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    cut = flat[:limit]
-    stop = max(cut.rfind(". "), cut.rfind("? "), cut.rfind("! "))
-    if stop >= limit // 2:
-        return cut[: stop + 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
-
-
-def trim_block(text: str, limit: int) -> str:
-    """``text`` stripped, cut to ``limit`` chars with a note saying how much was left out."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    return text[:limit].rstrip() + f"\n[… {len(text) - limit} more characters]"
-
-
-def _codeish(line: str) -> bool:
-    if line[:1] in "{[<>$➜~|#" or line.startswith("at ") or line.endswith((";", "{", "}")) or " " not in line:
-        return True
-    plain = sum(c.isalnum() or c.isspace() for c in line)
-    return plain < 0.75 * len(line)
-
-
-def request_summary(text: str) -> str:
-    """A user message condensed to what was asked (pasted logs reduced to their error line)."""
-    lines = [ln.strip() for ln in text.splitlines()]
-    prose: list[str] = []
-    for line in lines:
-        if not line:
-            continue
-        if _codeish(line):
-            if prose:
-                break
-            continue
-        prose.append(line.lstrip("-*• "))
-    error = _ERROR_LINE.search(text)
-    if error and not is_request(" ".join(prose)) and len(prose) * 2 < len([ln for ln in lines if ln]):
-        line = text[error.start() :].strip().splitlines()[0]
-        return "Reported error: " + condense(line)
-    return condense(" ".join(prose) if prose else text)
-
-
-def is_request(text: str) -> bool:
-    """True for a user message that asks for something (not "ok", "wow", "yo")."""
-    words = text.split()
-    if len(words) < 2:
-        return False
-    return bool(_ACTION.search(text)) or ("?" in text and len(words) >= 5) or len(words) >= 12
-
-
-def sentences(text: str) -> list[str]:
-    """Non-empty sentences / lines of ``text``."""
-    return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
-
-
-def command_label(command: str) -> str:
-    """A bash command reduced to one readable line: ``cd`` prefix dropped, a script named by its comment."""
-    body = _CD_PREFIX.sub("", command, count=1).strip()
-    first = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
-    first = _OUTPUT_FILTER.sub("", first).strip()
-    if first.startswith("#"):
-        return "script: " + condense(first.lstrip("# "), 100)
-    return condense(first, 100)
-
-
-def is_inspection(label: str) -> bool:
-    """Commands that only look at things (``ls``, ``grep``, ``git status``…) are not progress."""
-    return _INSPECT.match(label) is not None
+    last_said: str = ""
 
 
 @attrs.define
@@ -195,6 +114,7 @@ class _Scan:
 
     calls: dict[str, tuple[int, str, JsonDict, str]] = attrs.field(factory=dict)
     files: dict[str, _FileWork] = attrs.field(factory=dict)
+    bash_paths: dict[str, None] = attrs.field(factory=dict)
     commands: dict[str, tuple[int, int]] = attrs.field(factory=dict)
     failures: dict[str, tuple[int, str]] = attrs.field(factory=dict)
     errors: list[str] = attrs.field(factory=list)
@@ -232,7 +152,7 @@ class _Scan:
             self.assistant_texts.append((index, text))
             self._mention(index, text)
         if self.last_stop == "error":
-            self._fail(index, "model", "Model error: " + trim_block(str(msg.get("errorMessage") or ""), ERROR_CHARS))
+            self._fail(index, "model", "Model error: " + decisive_lines(str(msg.get("errorMessage") or "")))
         else:
             self.failures.pop("model", None)
         for block in msg.get("content") or ():
@@ -257,7 +177,7 @@ class _Scan:
             label = f"`{name}` on `{args['path']}`" if name in _FILE_TOOLS and args.get("path") else f"`{name}`"
             if name == "bash" and isinstance(args.get("command"), str):
                 label += f" (`{command_label(args['command'])}`)"
-            self._fail(index, key, f"{label} failed: " + trim_block(message_text(msg), ERROR_CHARS))
+            self._fail(index, key, f"{label} failed: " + decisive_lines(message_text(msg)))
             return
         self.failures.pop(key, None)
         self._succeed(index, name, args, note)
@@ -280,6 +200,7 @@ class _Scan:
             self._command(index, args["command"])
 
     def _command(self, index: int, command: str) -> None:
+        self.bash_paths.update(dict.fromkeys(changed_paths(command)))
         commit = _COMMIT.search(command)
         label = f"Committed: {condense(commit.group(2), 120)}" if commit else command_label(command)
         if not label or (not commit and is_inspection(label)):
@@ -294,7 +215,7 @@ class _Scan:
         command = str(msg.get("command", ""))
         code = msg.get("exitCode")
         if msg.get("cancelled") or (isinstance(code, int) and code != 0):
-            output = trim_block(str(msg.get("output") or ""), ERROR_CHARS)
+            output = decisive_lines(str(msg.get("output") or ""))
             self._fail(index, "bash", f"`!{command_label(command)}` (run by the user) exited with {code}: {output}")
         else:
             self.failures.pop("bash", None)
@@ -345,8 +266,9 @@ def _requests(scan: _Scan) -> tuple[list[str], str, int]:
     asked = [(i, t) for i, t in scan.user_texts if is_request(t)] or scan.user_texts[-1:]
     if not asked:
         return [], "", -1
-    last_index, last_text = asked[-1]
-    return _dedupe(request_summary(t) for _, t in asked), trim_block(last_text, REQUEST_CHARS), last_index
+    last_index = asked[-1][0]
+    latest = latest_request([t for _, t in scan.user_texts]) or trim_block(asked[-1][1], REQUEST_CHARS)
+    return _dedupe(request_summary(t) for _, t in asked), latest, last_index
 
 
 def _decisions(scan: _Scan) -> list[str]:
@@ -360,15 +282,24 @@ def _decisions(scan: _Scan) -> list[str]:
 
 
 def _plan(scan: _Scan, since: int) -> list[str]:
+    """The newest numbered plan's steps still open (none naming a file changed after it), then "next" sentences."""
     steps: list[str] = []
-    for _, text in reversed(scan.assistant_texts):
+    for at, text in reversed(scan.assistant_texts):
         numbered = _NUMBERED.findall(text)
         if len(numbered) >= 2:
-            steps = [condense(s, 160) for s in numbered[:6]]
+            steps = [condense(s, 160) for s in numbered[:8] if not _done_since(scan, s, at)]
             break
     recent = [t for i, t in scan.assistant_texts[-2:] if i > since]
     steps += [condense(s, 160) for t in recent for s in sentences(t) if _PLAN_SENTENCE.match(s)]
     return steps
+
+
+def _done_since(scan: _Scan, step: str, at: int) -> bool:
+    """A step is done when it is ticked or names a file edited/written after the plan was made."""
+    if _TICKED.search(step):
+        return True
+    changed = [w.path for w in scan.files.values() if w.last > at]
+    return any(p in step or p.rsplit("/", 1)[-1] in step for p in changed)
 
 
 def extract(messages: Sequence[JsonDict], focus: Iterable[str] = ()) -> Extraction:
@@ -388,7 +319,7 @@ def extract(messages: Sequence[JsonDict], focus: Iterable[str] = ()) -> Extracti
     if not finished and current:
         in_progress.append(current + (" (interrupted)" if scan.last_stop == "aborted" else ""))
         in_progress += [condense(t, 200) for i, t in scan.assistant_texts[-2:] if i > last_index]
-    blocked = [text.split("\n")[0] for _, text in sorted(scan.failures.values())]
+    blocked = [headline(text) for _, text in sorted(scan.failures.values())]
     done = _done(scan, finished, current, tuple(focus))
     steps = ([f"Finish: {current}"] if in_progress else []) + _plan(scan, last_index)
     steps += [f"Resolve: {b}" for b in blocked]
@@ -397,7 +328,7 @@ def extract(messages: Sequence[JsonDict], focus: Iterable[str] = ()) -> Extracti
         last_request=last_request,
         constraints=tuple(_dedupe(_constraints(scan))),
         done=tuple(done),
-        done_paths=tuple(scan.files),
+        done_paths=tuple(dict.fromkeys([*scan.files, *scan.bash_paths])),
         in_progress=tuple(_dedupe(in_progress)),
         blocked=tuple(_dedupe(blocked)),
         decisions=tuple(_decisions(scan)),
@@ -406,14 +337,25 @@ def extract(messages: Sequence[JsonDict], focus: Iterable[str] = ()) -> Extracti
         identifiers=tuple(k for k, _ in sorted(scan.identifiers.items(), key=lambda kv: kv[1])),
         notes=tuple(scan.notes),
         finished=finished,
+        last_said=condense(scan.assistant_texts[-1][1], 240) if scan.assistant_texts else "",
     )
 
 
+def headline(error: str) -> str:
+    """An error on one line: its first line, and its last decisive line when that is another one."""
+    lines = [ln.strip() for ln in error.splitlines() if ln.strip() and ln.strip() != "…"]
+    if not lines:
+        return ""
+    decisive = [ln for ln in lines[1:] if DECISIVE.search(ln)] or lines[-1:]
+    last = decisive[-1] if len(lines) > 1 else ""
+    head = lines[0] if len(lines[0]) > 2 + lines[0].find("failed:") + len("failed:") else lines[0].rstrip(" .")
+    return condense(head + (" … " + last if last and last != lines[0] else ""), 300)
+
+
 def _constraints(scan: _Scan) -> Iterable[str]:
+    """Every requirement sentence of every user message, whole messages scanned (:mod:`.cues`)."""
     for _, text in scan.user_texts:
-        for sentence in sentences(request_summary(text)):
-            if _CONSTRAINT.search(sentence):
-                yield condense(sentence, 200)
+        yield from constraint_sentences(text)
 
 
 def _kept(items: list[tuple[int, str]], limit: int, focus: tuple[str, ...]) -> list[tuple[int, str]]:

@@ -11,6 +11,7 @@ from tests.unit.compaction.builders import PathBuilder, chars, usage
 
 from pi_sessiond.cli import main
 from pi_sessiond.compaction.prompts import SUMMARIZATION_PROMPT, UPDATE_SUMMARIZATION_PROMPT
+from pi_sessiond.pipeline.requests import serialize_for_request
 
 K = 4000
 KEYS = [
@@ -65,7 +66,11 @@ def test_dry_run_prints_the_preparation(tmp_path: Path, capsys: pytest.CaptureFi
     assert doc["turnPrefixMessages"] == [] and doc["turnPrefixSerialized"] == ""
     assert doc["readFiles"] == ["a.ts"] and doc["modifiedFiles"] == []
     assert doc["serialized"].startswith("[User]: xxx")
-    assert doc["prompt"] == f"<conversation>\n{doc['serialized']}\n</conversation>\n\n{SUMMARIZATION_PROMPT}"
+    # ``serialized`` is Pi's (a long tool result keeps its head); the request keeps head and tail (our fix).
+    assert "more characters truncated]" in doc["serialized"]
+    sent = serialize_for_request(doc["messagesToSummarize"])
+    assert "characters omitted ...]" in sent and sent != doc["serialized"]
+    assert doc["prompt"] == f"<conversation>\n{sent}\n</conversation>\n\n{SUMMARIZATION_PROMPT}"
     (request,) = doc["requests"]  # the exact request sent: the same prompt, its output limit, no thinking level
     assert request["purpose"] == "history" and request["prompt"] == doc["prompt"] and request["reasoning"] is None
     assert request["systemPrompt"] and 0 < request["maxTokens"] <= 32000
@@ -129,8 +134,9 @@ def test_without_dry_run_compacts_with_the_offline_summarizer(
     assert main(["compact", str(path), "--keep-recent-tokens", "0", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert list(doc) == ["entry", "tokensBefore", "tokensAfter", "estimatedTokensAfter", "usage", "outcome",
-                         "masked"]
+                         "masked", "gate"]
     assert doc["estimatedTokensAfter"] == doc["tokensAfter"] > 0 and doc["outcome"] == "compacted"
+    assert set(doc["gate"]) == {"added"} and all(set(a) == {"kind", "text"} for a in doc["gate"]["added"])
     assert doc["usage"] == doc["entry"]["usage"]
     assert doc["entry"]["type"] == "compaction" and "## Goal" in doc["entry"]["summary"]
     data = path.read_bytes()

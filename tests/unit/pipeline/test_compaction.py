@@ -25,6 +25,8 @@ from pi_sessiond.pipeline.requests import (
     compaction_requests,
     input_tokens,
     output_limit,
+    serialize_for_request,
+    serialize_messages,
 )
 from pi_sessiond.pipeline.summaries import summarize_compaction
 from pi_sessiond.store.session import Session
@@ -168,9 +170,12 @@ async def test_the_preview_shows_the_requests_that_are_sent(fixture_copy: Path) 
     assert sorted(sent) == ["history", "turnPrefix"]
     assert shown.history is not None and shown.turn_prefix is not None
     assert sent["history"].prompt == shown.history.prompt == preview(prep, "Mind the MONKEY").prompt
-    assert "Mind the MONKEY" in sent["history"].prompt and shown.serialized in sent["history"].prompt
+    # The prompt carries tool results head and tail; ``serialized`` stays Pi's exact text.
+    sent_text = serialize_for_request(prep.messages_to_summarize)
+    assert "Mind the MONKEY" in sent["history"].prompt and sent_text in sent["history"].prompt
+    assert shown.serialized == serialize_messages(prep.messages_to_summarize)
     assert sent["turnPrefix"].prompt == shown.turn_prefix.prompt
-    assert shown.turn_prefix_serialized in sent["turnPrefix"].prompt
+    assert serialize_for_request(prep.turn_prefix_messages) in sent["turnPrefix"].prompt
     # No 0.8x / 0.5x share of reserveTokens: the window rule (nothing else is known of the offline model).
     window = recording.context_window
     for request in recording.requests:

@@ -21,10 +21,10 @@ from typing import Any
 import attrs
 import pytest
 from tests.loopback_provider import Fault, LoopbackProvider, RecordedRequest, count_tokens, default_reply
+from tests.unit.pipeline.test_fidelity import turn
 
 from pi_protocol.settings import RetrySettings
 from pi_sessiond.compaction.branch import collect_entries_for_branch_summary, prepare_branch_entries
-from pi_sessiond.compaction.convert import convert_to_llm
 from pi_sessiond.compaction.fileops import format_file_operations
 from pi_sessiond.compaction.prompts import (
     BRANCH_SUMMARY_PREAMBLE,
@@ -35,18 +35,20 @@ from pi_sessiond.compaction.prompts import (
     build_summary_prompt,
     build_turn_prefix_prompt,
 )
-from pi_sessiond.compaction.serialize import serialize_conversation
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.errors import NothingToCompact, SummaryIncomplete
+from pi_sessiond.errors import NothingToCompact, NotShrinking, SummaryIncomplete
 from pi_sessiond.examples.generator import generate, write
-from pi_sessiond.pipeline.compaction import CompactResult, compact, prepare_or_refuse, preview
+from pi_sessiond.pipeline.compaction import CompactResult, compact, estimated_tokens_after, prepare_or_refuse, preview
 from pi_sessiond.pipeline.navigation import navigate_tree
 from pi_sessiond.pipeline.requests import (
+    BRANCH_HEADINGS,
     HISTORY_HEADINGS,
+    TURN_PREFIX_HEADINGS,
     OutputLimit,
     compaction_jobs,
     compaction_requests,
     input_tokens,
+    serialize_for_request,
 )
 from pi_sessiond.pipeline.summaries import RunOptions, SummaryValidationError, summarize_compaction
 from pi_sessiond.store.session import Session
@@ -54,6 +56,8 @@ from pi_sessiond.summarizers.base import Summarizer
 from pi_sessiond.summarizers.config import SummarizerSettings
 from pi_sessiond.summarizers.errors import SummarizerError
 from pi_sessiond.summarizers.factory import make_summarizer
+from pi_sessiond.summarizers.facts import extract_facts
+from pi_sessiond.summarizers.gate import repair
 
 JsonDict = dict[str, Any]
 KEY_ENV = "PI_SESSIOND_TEST_SUMMARIZER_KEY"
@@ -164,7 +168,8 @@ def last_entry(path: Path) -> JsonDict:
 
 
 def serialized(messages: Any) -> str:
-    return serialize_conversation(convert_to_llm(messages))
+    """What a model is sent: Pi's serialization with long tool results cut head and tail (our deviation)."""
+    return serialize_for_request(messages)
 
 
 def key_was_sent(request: RecordedRequest) -> bool:
@@ -203,7 +208,7 @@ async def test_split_turn_sends_history_then_prefix_and_merges_them_like_pi(
     shown = compaction_requests(prep)
     assert shown.turn_prefix is not None and user_of(prefix.body) == shown.turn_prefix.prompt
     assert all(key_was_sent(r) for r in requests)
-    _assert_merged_entry(fixture_copy, result, history, prefix)
+    _assert_merged_entry(fixture_copy, result, history, prefix, prep)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -211,6 +216,7 @@ async def test_parallel_split_turn_sends_two_overlapping_requests(
     provider: str, fixture_copy: Path, loopback: LoopbackProvider, make: Any
 ) -> None:
     loopback.script(Fault("ok", delay=DELAY), Fault("ok", delay=DELAY))
+    prep = prepare_or_refuse(Session.open(fixture_copy), CompactionSettings())
     summarizer = make(provider)
     try:
         result = await compact(Session.open(fixture_copy), summarizer, options=RunOptions(parallel_split_turn=True))
@@ -222,7 +228,7 @@ async def test_parallel_split_turn_sends_two_overlapping_requests(
     # A sequential client could send the second request only after the first answer was complete.
     assert first.answered_at is not None and second.received_at < first.answered_at
     history, prefix = sorted(requests, key=is_prefix)
-    _assert_merged_entry(fixture_copy, result, history, prefix)
+    _assert_merged_entry(fixture_copy, result, history, prefix, prep)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -240,18 +246,29 @@ async def test_only_a_new_turn_prefix_keeps_the_previous_summary(
         await summarizer.aclose()
     (prefix,) = loopback.requests
     assert is_prefix(prefix) is False and "Additional focus: Mind the tests" in user_of(prefix.body)
-    assert text.text == previous + SPLIT_TURN_SEPARATOR + default_reply(prefix.body)
+    assert text.text == previous + SPLIT_TURN_SEPARATOR + gated(prefix.body, prep.turn_prefix_messages, "turnPrefix")
     assert "No prior history" not in text.text
 
 
-def _assert_merged_entry(path: Path, result: CompactResult, history: RecordedRequest, prefix: RecordedRequest) -> None:
+def gated(body: JsonDict, messages: Any, purpose: str) -> str:
+    """The loopback's answer to ``body`` as the fidelity gate repairs it (the facts of ``messages``)."""
+    headings = {"history": HISTORY_HEADINGS, "turnPrefix": TURN_PREFIX_HEADINGS, "branch": BRANCH_HEADINGS}[purpose]
+    return repair(default_reply(body), extract_facts(messages), purpose, headings).text  # type: ignore[arg-type]
+
+
+def _assert_merged_entry(
+    path: Path, result: CompactResult, history: RecordedRequest, prefix: RecordedRequest, prep: Any
+) -> None:
     entry = last_entry(path)
     assert entry["type"] == "compaction" and entry["id"] == result.entry.id
     details = entry["details"]
     assert details["modifiedFiles"], "the fixture modifies files: the file block must not be empty"
     files = format_file_operations(details["readFiles"], details["modifiedFiles"])
-    merged = default_reply(history.body) + SPLIT_TURN_SEPARATOR + default_reply(prefix.body) + files
+    head = gated(history.body, prep.messages_to_summarize, "history")
+    merged = head + SPLIT_TURN_SEPARATOR + gated(prefix.body, prep.turn_prefix_messages, "turnPrefix") + files
     assert entry["summary"] == merged
+    # The loopback's answer lacks the fixture's latest request: the gate added it, and says so.
+    assert "lastRequest" in {a.kind for a in result.gate} and "[gate] Latest user request" in entry["summary"]
     (in_h, out_h), (in_p, out_p) = expected_usage(history.body), expected_usage(prefix.body)
     usage = entry["usage"]
     assert (usage["input"], usage["output"]) == (in_h + in_p, out_h + out_p)
@@ -349,60 +366,67 @@ async def test_transient_errors_are_retried_with_progress_reports(
     assert last_entry(path)["type"] == "compaction"
 
 
-# -- the summarizer's own context overflow: drop the oldest messages, retry --------
+# -- the summarizer's own context overflow: summarize in chunks, oldest first, nothing dropped --
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_context_length_error_drops_the_oldest_messages_and_succeeds(
+async def test_context_length_error_summarizes_in_chunks_folding_each_into_the_running_summary(
     provider: str, small_session: tuple[Path, CompactionSettings], loopback: LoopbackProvider, make: Any
 ) -> None:
     path, settings = small_session
+    prep = prepare_or_refuse(Session.open(path), settings)
     loopback.script("context_length")
     summarizer = make(provider)
     try:
         result = await compact(Session.open(path), summarizer, settings=settings)
     finally:
         await summarizer.aclose()
-    first, second = loopback.requests
-    assert (first.mode, second.mode) == ("context_length", "ok")
-    (users_1, assistants_1), (users_2, assistants_2) = speakers(first.body), speakers(second.body)
-    assert users_2 <= users_1 and assistants_2 <= assistants_1
-    assert users_2 + assistants_2 < users_1 + assistants_1
-    assert conversation_of(first.body).endswith(conversation_of(second.body))  # the oldest went, the newest stayed
-    assert result.dropped_messages > 0
-    assert last_entry(path)["summary"].startswith(default_reply(second.body))
+    whole, first, second = loopback.requests
+    assert (whole.mode, first.mode, second.mode) == ("context_length", "ok", "ok")
+    # Both halves together are the whole conversation: nothing was dropped.
+    assert conversation_of(whole.body) == conversation_of(first.body) + "\n\n" + conversation_of(second.body)
+    # The second half is an update of the running summary: the first answer is its previous summary.
+    assert "<previous-summary>" in user_of(second.body)
+    assert repair(default_reply(first.body), extract_facts(()), "history", HISTORY_HEADINGS).text in user_of(
+        second.body
+    )
+    assert result.chunks == 2
+    assert last_entry(path)["summary"].startswith(gated(second.body, prep.messages_to_summarize, "history"))
 
 
-# -- validation: one more request, then a clear error -----------------------------
+# -- the answer's form: headings normalized, never refused; an empty answer asked once more --
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_an_answer_without_headings_is_asked_for_once_more(
+async def test_fix_an_answer_with_other_headings_compacts(
     provider: str, small_session: tuple[Path, CompactionSettings], loopback: LoopbackProvider, make: Any
 ) -> None:
+    """Pi refuses an answer without its headings (twice, then the compaction fails); we normalize it."""
     path, settings = small_session
-    loopback.script(Fault("ok", reply="just prose"))
+    other = "# Summary\n\n**Objective**\nShip it.\n\n## Completed\n- wrote the parser\n\n## TODO\n1. tests\n"
+    loopback.script(Fault("ok", reply=other))
     summarizer = make(provider)
     try:
         await compact(Session.open(path), summarizer, settings=settings)
     finally:
         await summarizer.aclose()
-    first, second = loopback.requests
-    assert user_of(first.body) == user_of(second.body)
+    assert len(loopback.requests) == 1
     summary = last_entry(path)["summary"]
-    assert summary.startswith(default_reply(second.body)) and "just prose" not in summary
+    assert all(f"\n{h}\n" in f"\n{summary}" for h in HISTORY_HEADINGS)
+    assert "## Goal\nShip it." in summary and "### Done\n- wrote the parser" in summary
+    assert "## Next Steps\n1. tests" in summary
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_two_answers_without_headings_are_a_validation_error_and_write_nothing(
+async def test_two_empty_answers_are_a_validation_error_and_write_nothing(
     provider: str, small_session: tuple[Path, CompactionSettings], loopback: LoopbackProvider, make: Any
 ) -> None:
     path, settings = small_session
     before = path.read_bytes()
-    loopback.set_default(Fault("ok", reply="just prose"))
+    loopback.set_default(Fault("ok", reply="  "))
     summarizer = make(provider)
     try:
-        with pytest.raises(SummaryValidationError, match="missing headings"):
+        with pytest.raises(SummaryValidationError, match="empty"):
             await compact(Session.open(path), summarizer, settings=settings)
     finally:
         await summarizer.aclose()
@@ -424,6 +448,58 @@ async def test_an_oversized_answer_is_asked_for_once_more(
         await summarizer.aclose()
     assert len(loopback.requests) == 2
     assert "padding" not in last_entry(path)["summary"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_summary_that_does_not_shrink_the_context_is_not_shrinking_and_writes_nothing(
+    provider: str, small_session: tuple[Path, CompactionSettings], loopback: LoopbackProvider, make: Any
+) -> None:
+    path, settings = small_session
+    before = path.read_bytes()
+    prep = prepare_or_refuse(Session.open(path), settings)
+    headings = "\n\n".join(f"{h}\n- x" for h in HISTORY_HEADINGS)
+    whole = max(prep.tokens_before, estimated_tokens_after(Session.open(path)))
+    pad = "word " * whole  # more than the whole context: it cannot shrink by 10 %
+    loopback.set_default(Fault("ok", reply=headings + "\n" + pad))
+    summarizer = make(provider)
+    try:
+        with pytest.raises(NotShrinking) as info:
+            await compact(Session.open(path), summarizer, settings=settings)
+    finally:
+        await summarizer.aclose()
+    assert len(loopback.requests) == 2  # asked once more, then refused
+    assert info.value.reason == "notShrinking" and info.value.data["tokensBefore"] >= prep.tokens_before
+    assert info.value.data["tokensAfter"] > 0.9 * info.value.data["tokensBefore"]
+    assert path.read_bytes() == before
+
+
+# -- the fidelity gate repairs a model's incomplete answer ------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_an_incomplete_model_answer_is_repaired_by_the_gate(
+    provider: str, tmp_path: Path, loopback: LoopbackProvider, make: Any
+) -> None:
+    """The loopback answers with well-formed headings and none of the session's hard facts."""
+    session = Session.create("/work/project", tmp_path)
+    session.append(turn(0, "Portiere den Exporter. Keine globalen Variablen verwenden."))
+    session.append(turn(1, "次に進んで。テストは削除しないでください。"))
+    session.append(turn(2, "Go on with the importer."))
+    loopback.set_default(Fault("ok", reply="\n\n".join(f"{h}\n- (none)" for h in HISTORY_HEADINGS)))
+    summarizer = make(provider)
+    try:
+        done = await compact(session, summarizer, settings=CompactionSettings(keep_recent_tokens=800))
+    finally:
+        await summarizer.aclose()
+    summary = str(done.entry.data["summary"])
+    constraints = summary.split("## Constraints & Preferences\n", 1)[1].split("\n\n", 1)[0]
+    assert "- [gate] Keine globalen Variablen verwenden." in constraints
+    assert "- [gate] テストは削除しないでください。" in constraints
+    critical = summary.split("## Critical Context\n", 1)[1]
+    assert "[gate] Last error:" in critical and "AssertionError: assert " in critical
+    assert "src/old_0.py" in summary.split("<modified-files>")[1]
+    kinds = {a.kind for a in done.gate}
+    assert {"constraint", "lastError", "modifiedFile"} <= kinds
 
 
 # -- provider failures --------------------------------------------------------------
@@ -535,7 +611,7 @@ async def test_the_api_key_never_reaches_the_entry_the_logs_or_an_error(
     path, settings = small_session
     failing = path.with_name("failing.jsonl")
     shutil.copyfile(path, failing)
-    loopback.script("500", Fault("ok", reply="just prose"), "ok")
+    loopback.script("500", Fault("ok", reply=" "), "ok")  # an empty answer is asked for once more
     summarizer = make(provider)
     try:
         await compact(Session.open(path), summarizer, settings=settings, options=FAST)
@@ -578,7 +654,7 @@ async def test_navigating_with_a_summary_sends_the_branch_request_to_anthropic(
     entry = last_entry(fixture_copy)
     assert result.entry is not None and entry["id"] == result.entry.id
     assert entry["type"] == "branch_summary" and entry["fromId"] == old_leaf
-    assert entry["summary"].startswith(BRANCH_SUMMARY_PREAMBLE + default_reply(body))
+    assert entry["summary"].startswith(BRANCH_SUMMARY_PREAMBLE + gated(body, messages, "branch"))
     assert (entry["usage"]["input"], entry["usage"]["output"]) == expected_usage(body)
 
 

@@ -253,11 +253,14 @@ class Recording(OfflineSummarizer):
 
 
 def many_requests(count: int) -> list[Json]:
-    """``count`` user/assistant turns; the first request alone mentions MONKEY."""
+    """``count`` user/assistant turns; the second request alone mentions MONKEY (the first is the original goal).
+
+    The requests carry no constraint cue, so the fidelity gate adds none of them back.
+    """
     lines: list[Json] = [user("r", None, "Start", 1), assistant("ra", "r", "ok", 2)]
     parent = "ra"
     for i in range(count):
-        text = "Please feed the MONKEY first" if i == 0 else f"Please handle ticket number {i}"
+        text = "Tackle the MONKEY feeding next" if i == 1 else f"Fix ticket number {i}"
         lines += [user(f"q{i}", parent, text, 3), assistant(f"qa{i}", f"q{i}", "Done.", 4)]
         parent = f"qa{i}"
     return lines
@@ -273,7 +276,7 @@ async def test_custom_instructions_are_honoured(tmp_path: Path) -> None:
                                   custom_instructions="Keep the MONKEY in mind")
     assert plain.entry is not None and focused.entry is not None
     assert "MONKEY" not in plain.entry.data["summary"]
-    assert "- Please feed the MONKEY first" in focused.entry.data["summary"]
+    assert "- Tackle the MONKEY feeding next" in focused.entry.data["summary"]
     [request] = recording.requests
     assert request.purpose == "branch" and request.custom_instructions == "Keep the MONKEY in mind"
     assert request.prompt.endswith("\n\nAdditional focus: Keep the MONKEY in mind")

@@ -1,0 +1,144 @@
+"""Structural cues in what people write: requirements, and the lines of an error that decide it.
+
+Invariants:
+
+* ``constraint_sentences(text)`` scans the whole message (fenced code, pasted
+  logs and quoted ``>`` lines skipped) and returns, verbatim, every sentence
+  or list item that carries a requirement cue: a modal verb, a negation or
+  a preference marker (small tables for many languages, none of them
+  required, scripts without spaces matched without word boundaries),
+  emphasis (``**bold**``, an all-caps cue word, a closing ``!``), a quoted
+  requirement, or an item of a list in a request. Questions count only with
+  a strong cue (a modal or an emphasis). Order: as written.
+* ``decisive_lines(text)``: a short text whole; a long one reduced to its
+  first line, the lines naming an error, failure, assertion or failing test,
+  the last traceback location and its last lines — in their order, gaps
+  marked ``…``, at most ``ERROR_LINES`` lines.
+* Pure and deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+ERROR_LINES = 16
+ERROR_LINE_CHARS = 300
+SENTENCE_CHARS = 400
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(.+)$")
+_SPLIT = re.compile(r"(?<=[.!?;])\s+(?=\S)|(?<=[。！？；])")
+# Modal verbs, negations and preference markers, several languages; a hit in any one is a cue.
+_STRONG = (
+    r"must|mustn't|never|always|don't|do not|does not|shall|should|shouldn't|required?|mandatory|forbidden|"
+    r"has to|have to|need to|needs to|make sure|ensure|under no circumstances|at most|at least|no more than|"
+    r"only|avoid|prefer(?:ably)?|rather than|instead of|stick to|keep|without|off-limits|strictly|exactly|"
+    r"muss|müssen|musst|darf|dürfen|soll|sollte|niemals|nie|immer|nur|kein|keine|keinen|ohne|unbedingt|"
+    r"vermeide|lieber|stets|doit|doivent|dois|faut|jamais|toujours|seulement|uniquement|sans|évite[rz]?|"
+    r"plutôt|surtout|debe|deben|debes|nunca|siempre|solo|sólo|sin|evita[r]?|hay que|tienes que|tiene que|"
+    r"asegúrate|deve|devi|devono|mai|sempre|soltanto|senza|bisogna|assicurati|não|apenas|somente|sem|"
+    r"evite|moet|moeten|nooit|altijd|alleen|geen|zonder|vermijd|musi|musisz|nigdy|zawsze|tylko|bez|unikaj|"
+    r"måste|aldrig|alltid|bara|utan|skal|aldri|alltid|kun|asla|sadece|yalnızca|mutlaka|"
+    r"должен|должна|должны|нужно|надо|нельзя|никогда|всегда|только|без|избегай|обязательно|"
+    r"повинен|потрібно|ніколи|завжди|лише|тільки"
+)
+_WEAK = r"not|no|please|bitte|nicht|pas|ne|non|nie|не|per favore|por favor|s'il te plaît|veuillez|proszę|пожалуйста"
+_WORDY = re.compile(rf"(?<![\w'])(?:{_STRONG})(?![\w'])", re.I)
+_WEAK_WORDY = re.compile(rf"(?<![\w'])(?:{_WEAK})(?![\w'])", re.I)
+_UNSPACED = re.compile(
+    r"必须|必需|务必|一定要|不要|不能|不可|不许|禁止|别|总是|始终|只能|只用|仅|应该|避免|请|"
+    r"必ず|しないで|ないでください|ないこと|禁止|常に|いつも|だけ|のみ|べき|なければ|ください|避け|"
+    r"반드시|하지 마|마세요|말고|항상|절대|해야|금지|주세요|만 사용"
+)
+_EMPHASIS = re.compile(r"\*\*[^*]+\*\*|__[^_]+__|!\s*$|！\s*$")
+_QUOTED = re.compile(r"[\"“„«「『‘]([^\"”“»」』’]{3,})[\"”“»」』’]")
+_LOG_LINE = re.compile(r"^(?:\w*(?:Error|Exception)|ERR!?|FATAL|WARN(?:ING)?|panic):\s|^\d{4}-\d\d-\d\d[T ]\d\d:")
+_CODE_START = ("$ ", ">>> ", "at ", "File \"", "Traceback", "    ", "\t")
+DECISIVE = re.compile(
+    r"error|exception|fail|assert|panic|fatal|traceback|expected|received|✕|✗|×|^\s*E\s{2,}|not ok|"
+    r"^\s*-->|^\s*File \"|^\s*at \S+ \(|undefined|cannot|can't|denied|refused|missing|invalid|"
+    r"no such|not found|timed? ?out|segmentation|abort",
+    re.I,
+)
+
+
+def prose_of(text: str) -> str:
+    """``text`` without fenced code, pasted log/code lines and ``>`` quotes (list items kept)."""
+    lines = [ln for ln in _FENCE.sub("\n", text).splitlines() if not _codeish(ln)]
+    return "\n".join(lines).strip()
+
+
+def _codeish(line: str) -> bool:
+    stripped = line.strip()
+    if not stripped:
+        return False
+    if line.startswith(_CODE_START) or stripped.startswith((">", "{", "[", "<", "|", "#!", "//")):
+        return True
+    if _LOG_LINE.match(stripped):
+        return True
+    if _LIST_ITEM.match(line):
+        return False
+    if stripped.endswith((";", "{", "}", ")")) and "(" in stripped and stripped.count(" ") < 4:
+        return True
+    plain = sum(c.isalpha() or c.isspace() or c in ",.!?'\"-:()`*" for c in stripped)
+    return plain < 0.7 * len(stripped)
+
+
+def _units(prose: str) -> Iterator[tuple[str, bool]]:
+    """``(sentence, is_list_item)`` of ``prose``, in order."""
+    for line in prose.splitlines():
+        item = _LIST_ITEM.match(line)
+        if item:
+            yield item.group(1).strip(), True
+            continue
+        for part in _SPLIT.split(line):
+            if part.strip():
+                yield part.strip(), False
+
+
+def _strength(sentence: str, listed: bool) -> int:
+    """0: no cue; 1: a weak cue (a negation, a politeness marker, a list item); 2: a strong one."""
+    bare = re.sub(r"`[^`]*`", "", sentence)
+    if _WORDY.search(bare) or _UNSPACED.search(bare) or _EMPHASIS.search(bare):
+        return 2
+    if _QUOTED.search(bare) and len(bare.split()) >= 3:
+        return 2
+    return 1 if _WEAK_WORDY.search(bare) or listed else 0
+
+
+def constraint_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` that state a requirement or preference (module invariants)."""
+    units = list(_units(prose_of(text)))
+    items = sum(listed for _, listed in units)
+    found: list[str] = []
+    for sentence, listed in units:
+        if len(sentence) < 4 or (listed and items < 2 and len(sentence.split()) < 3):
+            continue
+        strength = _strength(sentence, listed and items >= 2)
+        question = sentence.rstrip().endswith(("?", "？"))
+        if strength == 2 or (strength == 1 and not question):
+            found.append(sentence if len(sentence) <= SENTENCE_CHARS else sentence[:SENTENCE_CHARS].rstrip() + "…")
+    return found
+
+
+def decisive_lines(text: str) -> str:
+    """The lines of an error output that decide it (module invariants)."""
+    lines = [ln.rstrip() for ln in text.strip().splitlines()]
+    if len(lines) <= ERROR_LINES and len(text) <= 4 * ERROR_LINE_CHARS:
+        return "\n".join(lines)
+    nonblank = [n for n, ln in enumerate(lines) if ln.strip()]
+    chosen = set(nonblank[:1]) | set(nonblank[-4:])
+    locations = [n for n in nonblank if re.match(r'\s*File "|\s*at |\s*-->', lines[n])]
+    chosen |= set(locations[-1:])
+    marked = [n for n in nonblank if DECISIVE.search(lines[n]) and n not in chosen]
+    room = ERROR_LINES - len(chosen)
+    chosen |= set(marked[-room:]) if room > 0 else set()
+    out: list[str] = []
+    previous = -1
+    for n in sorted(chosen):
+        if previous >= 0 and n > previous + 1:
+            out.append("…")
+        line = lines[n]
+        out.append(line if len(line) <= ERROR_LINE_CHARS else line[:ERROR_LINE_CHARS] + "…")
+        previous = n
+    return "\n".join(out)

@@ -1,0 +1,196 @@
+"""The hard facts of a summarized range: what no summary may lose.
+
+``extract_facts(messages)`` reads Pi agent messages (oldest first) and returns
+:class:`Facts`: read and modified files, the user's explicit constraints and
+preferences, the latest user request, the last error with its decisive lines
+and the exact identifiers the work relies on. The offline summarizer builds
+on it and the fidelity gate (:mod:`.gate`) checks every summarizer's answer
+against it.
+
+Invariants:
+
+* Pure and deterministic: no I/O, no clock, no set iteration; every tuple is
+  in first-seen order (files) or oldest first (the rest).
+* Files: ``read``/``edit``/``write`` tool calls with a string ``path``, the
+  same calls recorded in a codemode result's ``nestedCalls.calls``, and the
+  paths a ``bash`` call (or a user ``!command``) changes
+  (:func:`~.bashfiles.changed_paths`). A modified file is never also listed
+  as read.
+* Constraints are whole sentences of user messages (code blocks and pasted
+  logs skipped; the whole message scanned), chosen by structure
+  (:mod:`.cues`), never by one language's words.
+* The last error is the newest failing tool result, failed user command or
+  model error, reduced to its decisive lines (:func:`decisive_lines`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import attrs
+
+from pi_sessiond.summarizers.bashfiles import changed_paths
+from pi_sessiond.summarizers.cues import constraint_sentences, decisive_lines, prose_of
+
+JsonDict = dict[str, Any]
+
+REQUEST_CHARS = 1500
+IDENTIFIERS_KEPT = 40
+_IDENTIFIER = re.compile(
+    r"`([^`\n]{2,120})`"
+    r"|(https?://[^\s)>\]\"']+)"
+    r"|(?<![\w/.-])((?:~|\.{1,2})?/?(?:[\w@.-]+/)+[\w@.-]+\.\w+)"
+    r"|(?<![\w.])(v?\d+\.\d+\.\d+(?:[-+][\w.]+)?)\b"
+    r"|(?<![\w.])([A-Za-z_]\w*(?:\.\w+)*\(\))"
+)
+
+
+@attrs.frozen
+class Facts:
+    """Everything a summary of the range must still say, oldest first."""
+
+    read_files: tuple[str, ...] = ()
+    modified_files: tuple[str, ...] = ()
+    bash_modified: tuple[str, ...] = ()
+    constraints: tuple[str, ...] = ()
+    last_request: str = ""
+    last_error: str = ""
+    identifiers: tuple[str, ...] = ()
+
+
+def message_text(msg: JsonDict) -> str:
+    """A message's text: a string content, or its text blocks joined without separator."""
+    content = msg.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+
+
+@attrs.define
+class _Files:
+    read: dict[str, None] = attrs.field(factory=dict)
+    modified: dict[str, None] = attrs.field(factory=dict)
+    by_tool: dict[str, None] = attrs.field(factory=dict)
+    by_bash: dict[str, None] = attrs.field(factory=dict)
+
+    def call(self, name: object, args: object) -> None:
+        if not isinstance(args, dict):
+            return
+        path = args.get("path")
+        if isinstance(path, str) and path:
+            if name == "read":
+                self.read.setdefault(path, None)
+            elif name in ("edit", "write"):
+                self.modified.setdefault(path, None)
+                self.by_tool.setdefault(path, None)
+        command = args.get("command")
+        if name == "bash" and isinstance(command, str):
+            self.bash(command)
+
+    def bash(self, command: str) -> None:
+        for path in changed_paths(command):
+            self.modified.setdefault(path, None)
+            self.by_bash.setdefault(path, None)
+
+    def freeze(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        read = tuple(p for p in self.read if p not in self.modified)
+        return read, tuple(self.modified), tuple(p for p in self.by_bash if p not in self.by_tool)
+
+
+def _calls(msg: JsonDict) -> Iterator[tuple[object, object]]:
+    role = msg.get("role")
+    if role == "assistant" and isinstance(msg.get("content"), list):
+        for block in msg["content"]:
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                yield block.get("name"), block.get("arguments")
+    elif role == "toolResult":
+        nested = msg.get("nestedCalls")
+        calls = nested.get("calls") if isinstance(nested, dict) else None
+        for call in calls if isinstance(calls, list) else ():
+            if isinstance(call, dict):
+                yield call.get("name"), call.get("arguments")
+
+
+def _error_of(msg: JsonDict) -> str:
+    """The decisive lines of ``msg`` when it reports a failure, else ``""``."""
+    role = msg.get("role")
+    if role == "toolResult" and msg.get("isError"):
+        return f"{msg.get('toolName') or 'tool'} failed:\n" + decisive_lines(message_text(msg))
+    if role == "bashExecution":
+        code = msg.get("exitCode")
+        if msg.get("cancelled") or (isinstance(code, int) and code != 0):
+            head = f"`!{str(msg.get('command', '')).strip()[:200]}` exited with {code}:\n"
+            return head + decisive_lines(str(msg.get("output") or ""))
+    if role == "assistant" and msg.get("stopReason") == "error":
+        return "model error: " + decisive_lines(str(msg.get("errorMessage") or ""))
+    return ""
+
+
+def _user_requests(messages: Sequence[JsonDict]) -> list[str]:
+    texts = [message_text(m).strip() for m in messages if m.get("role") == "user"]
+    return [t for t in texts if t]
+
+
+def extract_facts(messages: Sequence[JsonDict]) -> Facts:
+    """The hard facts of ``messages`` (see the module invariants)."""
+    files = _Files()
+    last_error = ""
+    for msg in messages:
+        if not isinstance(msg, dict):
+            continue
+        for name, args in _calls(msg):
+            files.call(name, args)
+        if msg.get("role") == "bashExecution" and isinstance(msg.get("command"), str):
+            files.bash(msg["command"])
+        last_error = _error_of(msg) or last_error
+    users = _user_requests(messages)
+    read, modified, by_bash = files.freeze()
+    return Facts(
+        read_files=read,
+        modified_files=modified,
+        bash_modified=by_bash,
+        constraints=tuple(_dedupe(s for text in users for s in constraint_sentences(text))),
+        last_request=latest_request(users),
+        last_error=last_error,
+        identifiers=tuple(_identifiers(messages, users)),
+    )
+
+
+def latest_request(user_texts: Sequence[str]) -> str:
+    """The newest user message that says something (its prose, verbatim, at most ``REQUEST_CHARS``)."""
+    for text in reversed(user_texts):
+        prose = prose_of(text).strip()
+        if len(prose.split()) >= 2 or (prose and not prose.isascii()):
+            return prose if len(prose) <= REQUEST_CHARS else prose[:REQUEST_CHARS].rstrip() + " […]"
+    return ""
+
+
+def identifiers_in(text: str) -> Iterator[str]:
+    """Backticked spans, URLs, paths, versions and ``name()`` symbols in ``text``, in order."""
+    for match in _IDENTIFIER.finditer(text):
+        found = next(g for g in match.groups() if g)
+        yield found.rstrip(".,;:")
+
+
+def _identifiers(messages: Sequence[JsonDict], users: Sequence[str]) -> list[str]:
+    """The user's identifiers first (all of them), then the assistant's newest, up to the cap."""
+    mine = _dedupe(i for text in users for i in identifiers_in(text))
+    theirs: list[str] = []
+    for msg in reversed(messages):
+        if isinstance(msg, dict) and msg.get("role") == "assistant":
+            theirs.extend(i for i in identifiers_in(message_text(msg)) if "`" not in i)
+    room = max(0, IDENTIFIERS_KEPT - len(mine))
+    return _dedupe([*mine, *_dedupe(theirs)[:room]])
+
+
+def _dedupe(items: Iterable[str]) -> list[str]:
+    seen: dict[str, str] = {}
+    for item in items:
+        key = " ".join(item.lower().split())
+        if key and key not in seen:
+            seen[key] = item
+    return list(seen.values())
