@@ -119,6 +119,7 @@ class DaemonSettings:
     fsync: Fsync = setting("always")
     max_message_bytes: int = setting(64 * 1024 * 1024, above=0)
     max_concurrent_summaries: int = setting(4, above=0)
+    max_session_bytes: int = setting(4 * 1024**3, above=0)
 
 
 @attrs.frozen(kw_only=True)

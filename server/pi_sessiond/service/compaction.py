@@ -6,6 +6,8 @@ client's hooks (``service.hooks``) into it (``pi/beforeCompact`` as its
 its ``review``: accept / edit / reject), runs it as a job with a progress bar
 and sends the notifications. The pipeline's leaf re-check decides what
 appends during a summary may do (see its docstring).
+The file's writability is checked before the summarizer is asked (a
+``locked`` or ``writeFailed`` answer costs no model call).
 Anything that stops before the append leaves the session untouched, and every
 attempt that wrote nothing (manual, threshold or overflow: a failure, a
 refusal, a cancellation) is announced by one ``pi/compactionFailed``, as Pi
@@ -184,6 +186,7 @@ async def _compact_session(
         return await hooks.before_compact(core, opened, settings, prep, reason, will_retry, instructions)
 
     apply_durability(session, settings)
+    session.check_writable()  # locked / writeFailed now, before a (paid) summary is asked for
     summarizer = core.summarizer(settings)
     try:
         result = await compact(

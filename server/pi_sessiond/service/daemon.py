@@ -85,7 +85,7 @@ class Daemon:
         self.core = Core(
             events=events,
             hooks=hooks,
-            registry=Registry(sessions_dir),
+            registry=Registry(sessions_dir, lambda: settings.settings().daemon.max_session_bytes),
             settings=settings,
             jobs=JobManager(self._max_jobs),
             summarizer_factory=summarizer_factory,

@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import os
 import re
-import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from pi_sessiond.errors import InvalidParams, UnknownSession
-from pi_sessiond.store.errors import NotASessionError
 from pi_sessiond.store.layout import session_dir, sessions_root
 from pi_sessiond.store.listing import list_sessions
+from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES
 from pi_sessiond.store.session import Session
 
 JsonDict = dict[str, Any]
@@ -42,8 +41,10 @@ class OpenSession:
 class Registry:
     """Open sessions by key and by file."""
 
-    def __init__(self, sessions_dir: Path | None = None) -> None:
+    def __init__(self, sessions_dir: Path | None = None, max_bytes: Callable[[], int] | None = None) -> None:
+        """``max_bytes`` gives ``daemon.maxSessionBytes`` now (settings may change); default 4 GiB."""
         self.sessions_dir = sessions_dir
+        self._max_bytes = max_bytes or (lambda: DEFAULT_MAX_SESSION_BYTES)
         self._by_key: dict[str, OpenSession] = {}
         self._by_path: dict[Path, str] = {}
 
@@ -78,22 +79,15 @@ class Registry:
 
         A symlink is opened at its target, so writes (the atomic v3 rewrite
         included) go to the real file and the link stays a link. Only regular
-        files are opened (a FIFO or device would block or never end).
+        files within ``daemon.maxSessionBytes`` are opened (``store/pathcheck.py``:
+        a FIFO, device or directory is ``notASession``, never read).
         """
         resolved = _resolved(path)
         key = self._by_path.get(resolved)
         if key is not None and key in self._by_key:
             return self._by_key[key]
         try:
-            mode = resolved.stat().st_mode
-        except OSError as exc:
-            raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
-        try:
-            if stat.S_ISDIR(mode):
-                raise NotASessionError(path, f"Session file is not a valid pi session (a directory): {path}")
-            if not stat.S_ISREG(mode):
-                raise InvalidParams(f"path: {str(path)!r} is not a regular file")
-            session = Session.open(resolved)
+            session = Session.open(resolved, max_bytes=self._max_bytes())
         except OSError as exc:
             raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
         return self.add(session)
@@ -136,7 +130,7 @@ class Registry:
         """Listing rows (store/listing) of ``cwd`` (or of every directory), newest first."""
         rows: list[JsonDict] = []
         for directory in self._list_dirs(cwd):
-            rows.extend(list_sessions(directory))
+            rows.extend(list_sessions(directory, self._max_bytes()))
         if cwd is not None and self.sessions_dir is not None:
             rows = [r for r in rows if r.get("cwd") == cwd]
         rows.sort(key=lambda r: str(r.get("modified") or ""), reverse=True)

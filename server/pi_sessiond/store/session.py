@@ -9,14 +9,20 @@ Write rules (PROTOCOL.md "Session data", reference §1.8):
 - A file whose last line is torn (no trailing newline) gets a newline in the
   same write as the next entry, never on open (Pi 1.6.0 appends it on open;
   deliberate fix, ``test_fix_no_write_on_open``); nothing is ever truncated.
-- A non-empty file without a session header (binary files included) or a
-  directory is refused with :class:`NotASessionError` and left untouched, as
-  Pi 1.6.0 refuses it.
+- A non-empty file without a session header (binary files included), a
+  directory, a FIFO, a socket or a device is refused with
+  :class:`NotASessionError` and left untouched (``store/pathcheck.py``, before
+  a byte is read); a file above ``max_bytes`` or the line limit is
+  :class:`TooLargeError`.
 - Other writers (``guard.py``): the first write takes the sidecar ``.lock``
   (another process writing the same file gets ``LockedError``); lines another
   program appended meanwhile are folded in before ours, never overwritten.
 - An append changes memory only after its bytes are on disk: a failed write
-  leaves the session as it was.
+  leaves the session and the file as they were and raises
+  :class:`WriteFailedError` (``{path, cause}``); if another program appended
+  during our failed write, their lines are folded in and the answer is
+  ``conflict`` (``store/files.py``). :meth:`Session.check_writable` tells,
+  without writing, whether a write could be made now.
 """
 
 from __future__ import annotations
@@ -27,13 +33,21 @@ from typing import Any
 
 from pi_sessiond.store.context import UNSET, SessionContext, _Unset, build_session_context, resolve_leaf, walk_path
 from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.errors import InvalidEntryError, NotASessionError, ReadOnlySessionError, UnknownEntryError
-from pi_sessiond.store.files import append_bytes, atomic_write, gc_paused
+from pi_sessiond.store.errors import (
+    InterleavedWriteError,
+    InvalidEntryError,
+    NotASessionError,
+    ReadOnlySessionError,
+    UnknownEntryError,
+    WriteFailedError,
+)
+from pi_sessiond.store.files import append_bytes, atomic_write, gc_paused, probe_writable
 from pi_sessiond.store.guard import ChangedUnderneathError, FileGuard
 from pi_sessiond.store.jsontext import dumps
 from pi_sessiond.store.layout import new_entry_id, new_session_id, now_iso, session_file_name
 from pi_sessiond.store.livecontext import LiveContext
 from pi_sessiond.store.migrate import CURRENT_VERSION, header_version, migrate
+from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES, check_line_count, check_session_file
 from pi_sessiond.store.projection import Projection, project_path
 from pi_sessiond.store.reader import Warning, parse_session_bytes, read_session_file
 from pi_sessiond.store.tree import SessionTree
@@ -65,16 +79,18 @@ class Session:
 
     # ----------------------------------------------------------------- create
     @classmethod
-    def open(cls, path: Path) -> Session:
+    def open(cls, path: Path, *, max_bytes: int = DEFAULT_MAX_SESSION_BYTES) -> Session:
         """Load ``path`` (migrating in memory); raises ``OSError`` if unreadable.
 
-        Raises :class:`NotASessionError` for a directory or a non-empty file
-        without a session header.
+        Raises :class:`NotASessionError` for anything but a regular file (a
+        directory, FIFO, device, socket; checked before reading) and for a
+        non-empty file without a session header; :class:`TooLargeError` above
+        ``max_bytes`` or the line limit (``store/pathcheck.py``).
         """
-        if path.is_dir():
-            raise NotASessionError(path, f"Session file is not a valid pi session (a directory): {path}")
+        check_session_file(path, max_bytes)
         with gc_paused():
             result = read_session_file(path)
+            check_line_count(path, result.line_count)
             if result.header is None and result.size > 0:
                 raise NotASessionError(path)
             missing_header = result.header is None
@@ -221,10 +237,35 @@ class Session:
         full = {"type": kind, **rest, **base} if kind in _OWN_FIELDS_FIRST else {"type": kind, **base, **rest}
         return Entry.from_data(complete(full) if complete is not None else full)
 
+    def check_writable(self) -> None:
+        """Raise what a write now would raise, writing nothing (call before paying a summarizer).
+
+        :class:`ReadOnlySessionError` / ``LockedError`` (``locked``), or
+        :class:`WriteFailedError` when the OS would refuse the write (a
+        read-only mount, no permission, no such folder). A session already on
+        disk takes its write lock here, as its first write would.
+        """
+        if self.read_only_reason:
+            raise ReadOnlySessionError(self.read_only_reason)
+        if self.path is None:
+            return
+        if self._on_disk:
+            self._lock()
+        probe_writable(self.path, rewrite=self._needs_rewrite or not self._on_disk)
+
+    def _lock(self) -> None:
+        """Take the write lock; a lock file the OS refuses to create is :class:`WriteFailedError`."""
+        if self._guard is None or self.path is None:
+            return
+        try:
+            self._guard.lock()
+        except OSError as exc:
+            raise WriteFailedError(self.path.with_name(self.path.name + ".lock"), exc) from exc
+
     def _before_write(self) -> None:
         if self._guard is None or self.path is None or not self._on_disk:
             return  # a session not yet on disk locks when its file is created
-        self._guard.lock()
+        self._lock()
         self._fold_in(self._guard.appended_by_others())
 
     def _fold_in(self, tail: bytes) -> None:
@@ -254,7 +295,12 @@ class Session:
             self._write_everything(built)
             return
         prefix = b"\n" if self._needs_newline else b""
-        append_bytes(self.path, prefix + b"".join(lines), fsync=self.fsync)
+        try:
+            append_bytes(self.path, prefix + b"".join(lines), fsync=self.fsync)
+        except InterleavedWriteError:
+            if self._guard is not None:  # their lines (and our torn one, skipped) join the tree now
+                self._fold_in(self._guard.appended_by_others())
+            raise
         self._needs_newline = False
         self._lines += len(lines)
         if self._guard is not None:
@@ -263,8 +309,11 @@ class Session:
     def _write_everything(self, extra: list[Entry]) -> None:
         assert self.path is not None
         if self._guard is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._guard.lock()
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise WriteFailedError(self.path.parent, exc) from exc
+            self._lock()
         data = self.render(extra)
         atomic_write(self.path, data, fsync=self.fsync)
         self._on_disk = True
