@@ -57,7 +57,7 @@ from pi_protocol.results import (
 )
 from pi_sessiond.errors import InvalidParams
 from pi_sessiond.service import appending, compaction, stats, tree, views
-from pi_sessiond.service.core import Core, SummarizerFactory, apply_durability
+from pi_sessiond.service.core import Core, SummarizerFactory, apply_durability, project_cwd
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.registry import OpenSession, Registry
@@ -250,7 +250,7 @@ class Daemon:
     def get_settings(self, params: GetSettingsParams) -> SettingsResult:
         """``pi/getSettings``: the merged settings (known keys), each leaf key's source, the files' issues."""
         opened = self._get(params.session_id) if params.session_id is not None else None
-        cwd = opened.session.cwd if opened is not None else None
+        cwd = project_cwd(opened.session) if opened is not None else None
         resolved = self.core.settings.resolved(opened.key if opened else None, cwd)
         return SettingsResult(settings=unstructure(resolved.settings), sources=resolved.sources,
                               errors=list(resolved.errors))

@@ -82,6 +82,7 @@ class Registry:
         files within ``daemon.maxSessionBytes`` are opened (``store/pathcheck.py``:
         a FIFO, device or directory is ``notASession``, never read).
         """
+        check_no_nul("path", str(path))
         resolved = _resolved(path)
         key = self._by_path.get(resolved)
         if key is not None and key in self._by_key:
@@ -109,6 +110,7 @@ class Registry:
         """A new session; its file (in the sessions directory) appears with the first user or assistant message."""
         if session_id is not None:
             check_session_id(session_id)  # it becomes part of the file name
+        check_no_nul("cwd", cwd)
         directory = self.directory_for(cwd)
         session = Session.create(cwd, directory, session_id=session_id, parent_session=parent_session)
         return self.add(session)
@@ -128,6 +130,8 @@ class Registry:
 
     def listing(self, cwd: str | None) -> list[JsonDict]:
         """Listing rows (store/listing) of ``cwd`` (or of every directory), newest first."""
+        if cwd is not None:
+            check_no_nul("cwd", cwd)
         rows: list[JsonDict] = []
         for directory in self._list_dirs(cwd):
             rows.extend(list_sessions(directory, self._max_bytes()))
@@ -157,6 +161,12 @@ def check_session_id(session_id: str) -> None:
         raise InvalidParams(
             f"sessionId: {session_id!r} is not a valid session id (letters, digits, '.', '_', '-'; at most 128)"
         )
+
+
+def check_no_nul(field: str, value: str) -> None:
+    """A NUL byte cannot be in a path: :class:`InvalidParams` naming ``field``."""
+    if "\0" in value:
+        raise InvalidParams(f"{field}: a path cannot hold a NUL byte")
 
 
 def _resolved(path: Path) -> Path:

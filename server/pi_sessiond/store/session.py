@@ -27,6 +27,7 @@ Write rules (PROTOCOL.md "Session data", reference §1.8):
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,8 @@ class Session:
             header = result.header if result.header is not None else _placeholder_header()
             session = cls(header, SessionTree(result.entries), path)
         session.warnings = list(result.warnings)
+        if "\0" in session.cwd:
+            session.warnings.append(Warning(result.header_line, "the header's cwd holds a NUL byte: no project layer"))
         session._on_disk = result.size > 0
         session._needs_rewrite = migrated
         session._needs_newline = result.size > 0 and not result.ends_with_newline
@@ -230,6 +233,13 @@ class Session:
         if self._guard is not None:
             self._guard.release()
 
+    def discard(self) -> None:
+        """Close a session whose file was never created, removing the lock file it made (a failed fork)."""
+        self.close()
+        if self.path is not None and not self._on_disk and not self.path.exists():
+            with contextlib.suppress(OSError):
+                self.path.with_name(self.path.name + ".lock").unlink()
+
     def _build(self, data: JsonDict, parent: str | None, taken: Container[str], complete: Completer | None) -> Entry:
         kind = str(data["type"])
         base = {"id": new_entry_id(taken), "parentId": parent, "timestamp": now_iso()}
@@ -254,13 +264,13 @@ class Session:
         probe_writable(self.path, rewrite=self._needs_rewrite or not self._on_disk)
 
     def _lock(self) -> None:
-        """Take the write lock; a lock file the OS refuses to create is :class:`WriteFailedError`."""
+        """Take the write lock; a lock file the OS refuses is :class:`WriteFailedError` of the session file."""
         if self._guard is None or self.path is None:
             return
         try:
             self._guard.lock()
         except OSError as exc:
-            raise WriteFailedError(self.path.with_name(self.path.name + ".lock"), exc) from exc
+            raise WriteFailedError(self.path, exc) from exc
 
     def _before_write(self) -> None:
         if self._guard is None or self.path is None or not self._on_disk:
