@@ -250,3 +250,31 @@ def test_no_permission_fails_a_compaction_before_the_summarizer_is_asked(tmp_pat
         write_failed(d.call("pi/compact", {"sessionId": sid}), path, "EACCES")
         assert loopback.requests == []
     assert path.read_bytes() == before
+
+
+# -------------------------------------------------------------- the CLI
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pi_sessiond", *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "LOOPBACK_KEY": "k", **(env or {})})
+
+
+def test_the_cli_refuses_an_unwritable_file_in_one_line_before_the_summarizer(tmp_path: Path) -> None:
+    path = generated(tmp_path / "s.jsonl", entries=150, seed=5)
+    before = path.read_bytes()
+    with LoopbackProvider() as loopback:
+        done = cli("compact", str(path), "--provider", "openai", "--base-url", loopback.base_url + "/v1",
+                   "--model", "loopback", "--api-key-env", "LOOPBACK_KEY", "--keep-recent-tokens", "2000",
+                   env={"PI_SESSIOND_FAIL_WRITE": "EACCES"})
+        assert loopback.requests == []
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines() == [f"pi-sessiond compact: cannot write {path}: Permission denied (EACCES)"]
+    assert path.read_bytes() == before
+
+
+def test_the_cli_calls_a_header_less_file_not_a_session(tmp_path: Path) -> None:
+    path = tmp_path / "junk.jsonl"
+    path.write_bytes(b'{"type":"message","id":"a","parentId":null}\n')
+    done = cli("compact", str(path))
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [f"pi-sessiond compact: Session file is not a valid pi session: {path}"]
+    assert "locked" not in done.stderr and "Traceback" not in done.stderr

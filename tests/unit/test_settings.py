@@ -31,7 +31,7 @@ PROTOCOL_DEFAULTS = {
     "retry": {"enabled": True, "maxRetries": 3, "baseDelayMs": 2000, "maxAgentDelayMs": 60000},
     "tokenizer": "pi",
     "daemon": {"hookTimeoutSeconds": 30, "reviewTimeoutSeconds": None, "fsync": "always",
-               "maxMessageBytes": 67108864, "maxConcurrentSummaries": 4},
+               "maxMessageBytes": 67108864, "maxConcurrentSummaries": 4, "maxSessionBytes": 4294967296},
     "security": {"allowProjectSummarizerSettings": False},
 }
 

@@ -645,6 +645,7 @@ export interface DaemonSettings {
   fsync: "always" | "never";
   maxMessageBytes?: number;
   maxConcurrentSummaries?: number;
+  maxSessionBytes?: number;
 }
 
 export interface SecuritySettings {
