@@ -20,89 +20,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import queue
-import resource
 import subprocess
 import sys
-import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.e2e.daemon_client import generated, loopback_settings
+from tests.e2e.stdio_daemon import daemon
 from tests.loopback_provider import LoopbackProvider
 
-TIMEOUT = 60.0
 BIG_TEXT = "x" * 6000  # one entry larger than a tmpfs page, so a write is cut inside it
-
-
-class Daemon:
-    """``python -m pi_sessiond serve`` on stdio, optionally under an ``RLIMIT_FSIZE``."""
-
-    def __init__(self, *, fsize: int | None = None, env: dict[str, str] | None = None) -> None:
-        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
-
-        def limit() -> None:
-            if fsize is not None:
-                resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pi_sessiond", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.stderr, env={**os.environ, "LOOPBACK_KEY": "k", **(env or {})}, preexec_fn=limit,
-        )
-        self.replies: queue.Queue[Any] = queue.Queue()
-        self.ids = iter(range(1, 10**6))
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        out = self.proc.stdout
-        assert out is not None
-        while header := out.readline():
-            length = int(header.split(b":")[1])
-            out.readline()
-            message = json.loads(out.read(length))
-            if "id" in message and "method" not in message:
-                self.replies.put(message)
-        self.replies.put(EOFError())
-
-    def call(self, method: str, params: Any) -> dict[str, Any]:
-        """The reply (``result`` or ``error``) to one request."""
-        msg_id = next(self.ids)
-        body = json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}).encode()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
-        self.proc.stdin.flush()
-        reply = self.replies.get(timeout=TIMEOUT)
-        if isinstance(reply, EOFError):
-            raise AssertionError(f"the daemon exited: {self.log()}")
-        assert reply["id"] == msg_id
-        return dict(reply)
-
-    def ok(self, method: str, params: Any) -> Any:
-        reply = self.call(method, params)
-        assert "result" in reply, reply
-        return reply["result"]
-
-    def log(self) -> str:
-        self.stderr.seek(0)
-        return self.stderr.read().decode(errors="replace")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.stderr.close()
-
-
-@contextlib.contextmanager
-def daemon(**kwargs: Any) -> Iterator[Daemon]:
-    running = Daemon(**kwargs)
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 def write_failed(reply: dict[str, Any], path: Path, cause: str) -> None:

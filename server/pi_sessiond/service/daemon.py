@@ -7,6 +7,8 @@ returns the row's result object (or ``None``); failures are
 :class:`~pi_sessiond.errors.PiError` subclasses whose ``reason`` the
 JSON-RPC layer maps to a code. Methods that can run a
 summarizer are coroutines; the rest are synchronous and never wait for a job.
+The reads hold the session's ``lock`` (the rpc layer runs them in worker
+threads, ``rpc/offload.py``), so a commit never changes a tree being read.
 """
 
 from __future__ import annotations
@@ -124,6 +126,10 @@ class Daemon:
         """``daemon.maxMessageBytes`` daemon-wide (default < global < initialize): the framing limit."""
         return self.core.settings.settings().daemon.max_message_bytes
 
+    def has_session(self, session_id: str) -> bool:
+        """Whether ``session_id`` is open (the rpc layer's ordering asks; not a wire method)."""
+        return session_id in self.core.registry
+
     def _get(self, session_id: str) -> OpenSession:
         return self.core.registry.get(session_id)
 
@@ -164,9 +170,10 @@ class Daemon:
     def fork(self, params: ForkParams) -> SessionInfo:
         """``pi/fork``: the path to ``entryId`` in a new file, opened."""
         source = self._get(params.session_id).session
-        views.require_entry(source, params.entry_id)
-        directory = source.path.parent if source.path is not None else self.core.registry.directory_for(source.cwd)
-        forked = fork_session(source, params.entry_id, directory)
+        with source.lock:
+            views.require_entry(source, params.entry_id)
+            directory = source.path.parent if source.path is not None else self.core.registry.directory_for(source.cwd)
+            forked = fork_session(source, params.entry_id, directory)
         return views.session_info(self.core.registry.add(forked))
 
     def set_label(self, params: SetLabelParams) -> IdResult:
@@ -186,31 +193,36 @@ class Daemon:
         """``pi/getContext``: Pi's ``buildSessionContext`` plus its size."""
         opened = self._get(params.session_id)
         session = opened.session
-        if params.leaf_id is not None:
-            views.require_entry(session, params.leaf_id, "leafId")
-        context = session.context() if params.leaf_id is None else session.context(params.leaf_id)
-        name = self.core.settings_for(opened).tokenizer
-        tokens = stats.leaf_context_tokens(session, context.messages, name, params.leaf_id)
+        with session.lock:
+            if params.leaf_id is not None:
+                views.require_entry(session, params.leaf_id, "leafId")
+            context = session.context() if params.leaf_id is None else session.context(params.leaf_id)
+            name = self.core.settings_for(opened).tokenizer
+            tokens = stats.leaf_context_tokens(session, context.messages, name, params.leaf_id)
         return ContextResult(messages=list(context.messages), thinking_level=context.thinking_level,
                              model=context.model, tokens=tokens)
 
     def get_tree(self, params: GetTreeParams) -> TreeResult:
         """``pi/getTree``: one page of the nodes, depth-first in Pi's order."""
-        return views.tree(self._get(params.session_id).session, params.root_id, params.offset, params.limit)
+        session = self._get(params.session_id).session
+        with session.lock:
+            return views.tree(session, params.root_id, params.offset, params.limit)
 
     def get_entries(self, params: GetEntriesParams) -> EntriesResult:
         """``pi/getEntries``: by ``ids``, after ``since`` in file order, or the path segment ``fromId`` .. ``toId``."""
         session = self._get(params.session_id).session
-        if params.ids is not None:
-            return EntriesResult(entries=views.entries_by_ids(session, params.ids))
-        if params.since is not None:
-            return EntriesResult(entries=views.entries_since(session, params.since))
-        return EntriesResult(entries=views.path_segment(session, params.from_id, params.to_id))
+        with session.lock:
+            if params.ids is not None:
+                return EntriesResult(entries=views.entries_by_ids(session, params.ids))
+            if params.since is not None:
+                return EntriesResult(entries=views.entries_since(session, params.since))
+            return EntriesResult(entries=views.path_segment(session, params.from_id, params.to_id))
 
     def get_stats(self, params: SessionParams) -> StatsResult:
         """``pi/getStats``."""
         opened = self._get(params.session_id)
-        return stats.session_stats(opened.session, self.core.settings_for(opened))
+        with opened.session.lock:
+            return stats.session_stats(opened.session, self.core.settings_for(opened))
 
     def estimate_tokens(self, params: EstimateTokensParams) -> EstimateTokensResult:
         """``pi/estimateTokens`` of a text (one user message) or of a leaf's context."""
@@ -223,10 +235,11 @@ class Daemon:
         if opened is None:
             raise InvalidParams("text or sessionId: one of them is required")
         session = opened.session
-        if params.leaf_id is not None:
-            views.require_entry(session, params.leaf_id, "leafId")
-        messages = (session.context() if params.leaf_id is None else session.context(params.leaf_id)).messages
-        tokens = stats.leaf_context_tokens(session, messages, name, params.leaf_id)
+        with session.lock:
+            if params.leaf_id is not None:
+                views.require_entry(session, params.leaf_id, "leafId")
+            messages = (session.context() if params.leaf_id is None else session.context(params.leaf_id)).messages
+            tokens = stats.leaf_context_tokens(session, messages, name, params.leaf_id)
         return EstimateTokensResult(tokens=tokens, estimator=stats.estimator_name(name, messages))
 
     # ----------------------------------------------------------- summarizers

@@ -4,7 +4,8 @@ Invariants:
 - A key is the header id, or, when another open session already uses that id,
   the id plus ``#2``, ``#3``… (the lowest free suffix).
 - One file is open at most once: opening the same resolved path again returns
-  the session already open under its key.
+  the session already open under its key, also when two opens run at once in
+  worker threads (the second waits for the first; ``rpc/offload.py``).
 - Closing drops the session from memory; the store writes every entry when it
   is appended, so there is nothing left to flush.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,8 @@ class Registry:
         """``max_bytes`` gives ``daemon.maxSessionBytes`` now (settings may change); default 4 GiB."""
         self.sessions_dir = sessions_dir
         self._max_bytes = max_bytes or (lambda: DEFAULT_MAX_SESSION_BYTES)
+        self._lock = threading.Lock()  # keys and paths change atomically (opens run in worker threads)
+        self._opening: dict[Path, threading.Lock] = {}  # one per file ever opened (a few bytes each)
         self._by_key: dict[str, OpenSession] = {}
         self._by_path: dict[Path, str] = {}
 
@@ -53,6 +57,9 @@ class Registry:
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_key
 
     def get(self, key: str) -> OpenSession:
         """The open session ``key``; raises :class:`UnknownSession`."""
@@ -63,16 +70,17 @@ class Registry:
 
     def add(self, session: Session) -> OpenSession:
         """Register a session under a free key (header id, then ``#2``, ``#3``…)."""
-        key = base = session.id
-        n = 1
-        while key in self._by_key:
-            n += 1
-            key = f"{base}#{n}"
-        opened = OpenSession(key=key, session=session)
-        self._by_key[key] = opened
-        if session.path is not None:
-            self._by_path[_resolved(session.path)] = key
-        return opened
+        with self._lock:
+            key = base = session.id
+            n = 1
+            while key in self._by_key:
+                n += 1
+                key = f"{base}#{n}"
+            opened = OpenSession(key=key, session=session)
+            self._by_key[key] = opened
+            if session.path is not None:
+                self._by_path[_resolved(session.path)] = key
+            return opened
 
     def open_path(self, path: Path) -> OpenSession:
         """Open ``path`` (or return it if it is open); an unreadable file is :class:`InvalidParams`.
@@ -84,14 +92,22 @@ class Registry:
         """
         check_no_nul("path", str(path))
         resolved = _resolved(path)
-        key = self._by_path.get(resolved)
-        if key is not None and key in self._by_key:
-            return self._by_key[key]
-        try:
-            session = Session.open(resolved, max_bytes=self._max_bytes())
-        except OSError as exc:
-            raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
-        return self.add(session)
+        with self._lock:
+            opening = self._opening.setdefault(resolved, threading.Lock())
+        with opening:  # a second open of the same file (another thread) waits, then finds it open
+            found = self._open_at(resolved)
+            if found is not None:
+                return found
+            try:
+                session = Session.open(resolved, max_bytes=self._max_bytes())
+            except OSError as exc:
+                raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
+            return self.add(session)
+
+    def _open_at(self, resolved: Path) -> OpenSession | None:
+        with self._lock:
+            key = self._by_path.get(resolved)
+            return self._by_key.get(key) if key is not None else None
 
     def open_id(self, session_id: str) -> OpenSession:
         """The open session ``session_id``, else the file of that id in the sessions directories."""
@@ -119,9 +135,10 @@ class Registry:
         """Drop ``key`` from memory; raises :class:`UnknownSession`."""
         opened = self.get(key)
         opened.session.close()  # releases the write lock
-        del self._by_key[key]
-        if opened.session.path is not None:
-            self._by_path.pop(_resolved(opened.session.path), None)
+        with self._lock:
+            del self._by_key[key]
+            if opened.session.path is not None:
+                self._by_path.pop(_resolved(opened.session.path), None)
         return opened
 
     def directory_for(self, cwd: str) -> Path:

@@ -28,6 +28,7 @@ Write rules (PROTOCOL.md "Session data", reference §1.8):
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,8 @@ class Session:
         self._guard = FileGuard(path) if path is not None else None
         self._lines = 0
         self.source_version = CURRENT_VERSION  # the format version the file had on disk
+        self.lock = threading.RLock()
+        """Held by :meth:`append` and :meth:`set_leaf`, and by readers in worker threads (``rpc/offload.py``)."""
 
     # ----------------------------------------------------------------- create
     @classmethod
@@ -199,9 +202,10 @@ class Session:
     # ----------------------------------------------------------------- write
     def set_leaf(self, entry_id: str | None) -> None:
         """Move the leaf (nothing is written: Pi never stores the leaf)."""
-        if entry_id is not None:
-            self.entry(entry_id)
-        self.tree.leaf_id = entry_id
+        with self.lock:
+            if entry_id is not None:
+                self.entry(entry_id)
+            self.tree.leaf_id = entry_id
 
     def append(self, new_entries: list[JsonDict], *, complete: Completer | None = None) -> list[Entry]:
         """Append Pi entries (without id/parentId/timestamp) under the leaf, in order.
@@ -215,6 +219,10 @@ class Session:
         for data in new_entries:
             if not isinstance(data.get("type"), str) or data.get("type") == "session":
                 raise InvalidEntryError("an entry needs a string 'type' other than 'session'")
+        with self.lock:
+            return self._append(new_entries, complete)
+
+    def _append(self, new_entries: list[JsonDict], complete: Completer | None) -> list[Entry]:
         self._before_write()
         built: list[Entry] = []
         parent = self.tree.leaf_id
