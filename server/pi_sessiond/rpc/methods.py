@@ -29,7 +29,7 @@ from pygls.exceptions import JsonRpcException
 from pi_protocol import StructureError, structure, unstructure
 from pi_protocol.methods import METHODS, OPEN_SESSION, MethodSpec
 from pi_sessiond.rpc.errors import invalid_params, to_rpc_error
-from pi_sessiond.rpc.offload import GATED, OFFLOADED, SessionGates, gate_key
+from pi_sessiond.rpc.offload import GATED, OFFLOADED, Ready, SessionGates, gate_key, prefer_the_loop
 
 if TYPE_CHECKING:
     from pi_sessiond.rpc.glue import LspProgressFactory
@@ -56,6 +56,7 @@ def register_table(server: PiServer, service: Callable[[], Any]) -> None:
     worker thread (see :mod:`pi_sessiond.rpc.offload`).
     """
     gates = SessionGates()
+    prefer_the_loop()
 
     def known(key: str) -> bool:
         return bool(service().has_session(key))
@@ -67,7 +68,7 @@ def register_table(server: PiServer, service: Callable[[], Any]) -> None:
 
 def _ordered(spec: MethodSpec, fn: Service, gates: SessionGates, known: Callable[[str], bool]) -> Service:
     """``fn`` behind its session's gate (``GATED``), in a thread (``OFFLOADED``), after the opens it needs."""
-    gated, thread = spec.name in GATED, spec.name in OFFLOADED
+    gated, thread, opens = spec.name in GATED, spec.name in OFFLOADED, spec.name == OPEN_SESSION
 
     def call(*args: Any) -> Any:
         key = gate_key(args[0])
@@ -75,7 +76,7 @@ def _ordered(spec: MethodSpec, fn: Service, gates: SessionGates, known: Callable
             work = gates.after_opens(key, known, lambda: gates.run(key, lambda: fn(*args), thread=thread))
         else:
             work = gates.after_opens(key, known, lambda: fn(*args))
-        return gates.opening(work) if spec.name == OPEN_SESSION else work
+        return gates.opening(work) if opens else work
 
     call.__name__, call.__doc__ = fn.__name__, fn.__doc__
     return call
@@ -125,7 +126,7 @@ async def _finish(result: Awaitable[Any], name: str, factory: LspProgressFactory
         raise to_rpc_error(exc, name) from None
     finally:
         _close(factory)
-    return unstructure(value)
+    return value.value if isinstance(value, Ready) else unstructure(value)
 
 
 def _close(factory: LspProgressFactory | None) -> None:

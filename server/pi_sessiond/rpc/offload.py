@@ -19,6 +19,8 @@ Consistency rules:
 - A request naming a session id that is not open while opens are in flight
   waits for them (:meth:`SessionGates.after_opens`): pipelined
   ``openSession`` + ``compact`` work as when opens were inline.
+- The thread also turns the result into JSON text (:class:`Ready` holding an
+  ``orjson.Fragment``), so a big answer is neither converted nor encoded on the loop.
 - A cancelled request cannot stop its thread: an open that was cancelled may
   still finish and register the session (reopening it returns that session).
 """
@@ -27,10 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pi_protocol import methods
+import orjson
+
+from pi_protocol import methods, unstructure
 
 OFFLOADED: frozenset[str] = frozenset({
     methods.OPEN_SESSION, methods.LIST_SESSIONS, methods.GET_TREE, methods.GET_CONTEXT, methods.GET_ENTRIES,
@@ -91,8 +96,52 @@ class SessionGates:
         return len(self._locks)
 
 
+SWITCH_INTERVAL = 0.001
+"""Seconds a worker thread holds the GIL before the loop may take it (Python's default 5 ms adds up per request)."""
+
+
+def prefer_the_loop() -> None:
+    """Let the event loop thread take the GIL back from a busy worker within :data:`SWITCH_INTERVAL`."""
+    if sys.getswitchinterval() > SWITCH_INTERVAL:
+        sys.setswitchinterval(SWITCH_INTERVAL)
+
+
+class Ready:
+    """A result already encoded as JSON (in the worker thread: a million-line context is big)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+CHUNK = 256
+"""Items of a long list encoded per ``orjson.dumps`` call: orjson holds the GIL for a whole call."""
+
+
+def _encoded(result: Any) -> Ready:
+    """``result`` as JSON text ready to be embedded in the reply (``orjson.Fragment``), made in the thread."""
+    return Ready(orjson.Fragment(encode(unstructure(result))))
+
+
+def encode(value: Any) -> bytes:
+    """``orjson.dumps(value)``, long lists a chunk at a time so the loop thread gets the GIL in between.
+
+    The bytes equal ``orjson.dumps(value, option=OPT_NON_STR_KEYS)``.
+    """
+    if isinstance(value, list) and len(value) > CHUNK:
+        parts = (orjson.dumps(value[i:i + CHUNK], option=orjson.OPT_NON_STR_KEYS)[1:-1]
+                 for i in range(0, len(value), CHUNK))
+        return b"[" + b",".join(parts) + b"]"
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return b"{" + b",".join(orjson.dumps(k) + b":" + encode(v) for k, v in value.items()) + b"}"
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+
+
 async def _run(call: Callable[[], Any], thread: bool) -> Any:
-    result = await asyncio.to_thread(call) if thread else call()
+    if thread:
+        return await asyncio.to_thread(lambda: _encoded(call()))
+    result = call()
     if inspect.isawaitable(result):
         result = await result
     return result
