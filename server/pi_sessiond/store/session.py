@@ -49,7 +49,7 @@ from pi_sessiond.store.jsontext import dumps
 from pi_sessiond.store.layout import new_entry_id, new_session_id, now_iso, session_file_name
 from pi_sessiond.store.livecontext import LiveContext
 from pi_sessiond.store.migrate import CURRENT_VERSION, header_version, migrate
-from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES, check_line_count, check_session_file
+from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES, check_line_count, check_new_file, check_session_file
 from pi_sessiond.store.projection import Projection, project_path
 from pi_sessiond.store.reader import Warning, parse_session_bytes, read_session_file
 from pi_sessiond.store.tree import SessionTree
@@ -332,6 +332,8 @@ class Session:
             except OSError as exc:
                 raise WriteFailedError(self.path.parent, exc) from exc
             self._lock()
+        if not self._on_disk:
+            check_new_file(self.path)  # a new session or a fork never replaces a FIFO, device or directory
         data = self.render(extra)
         atomic_write(self.path, data, fsync=self.fsync)
         self._on_disk = True

@@ -187,3 +187,14 @@ def test_entries_on_a_parent_cycle_are_in_get_tree_even_when_the_leaf_is_one(tmp
     assert [n.id for n in page.nodes] == ["a1", "b2"]
     assert [m["content"] for m in daemon.get_context(GetContextParams(session_id=sid)).messages] == [
         "entry a1", "entry b2"]
+
+
+async def test_a_new_session_file_never_replaces_a_fifo_at_its_name(tmp_path: Path) -> None:
+    daemon, _ = make_daemon(tmp_path)
+    info = daemon.create_session(CreateSessionParams(cwd=str(tmp_path)))
+    assert info.path is not None
+    Path(info.path).parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(info.path)
+    with pytest.raises(NotASession, match="a FIFO"):
+        await daemon.append(AppendParams(session_id=info.session_id, entries=[user("first")]))
+    assert Path(info.path).is_fifo()
