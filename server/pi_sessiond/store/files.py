@@ -189,7 +189,8 @@ def gc_paused() -> Iterator[None]:
     On the way out everything alive is frozen (``gc.freeze``): otherwise the
     first collection after the load walks every loaded object at once, a stall
     of every thread (the event loop's included) of a tenth of a second per
-    million objects. Frozen objects are still freed by reference counting.
+    million objects. Frozen objects are still freed by reference counting
+    (cyclic garbage alive at that moment is not collected any more; loading makes none).
     """
     was_enabled = gc.isenabled()
     gc.disable()
