@@ -104,7 +104,7 @@ class Fault:
     delay: float = 0
     retry_after: float | None = None
     status: int | None = None
-    reply: str | None = None
+    reply: str | Callable[[Any], str] | None = None
     chunk_delay: float = 0
 
     def __post_init__(self) -> None:
@@ -151,8 +151,9 @@ def default_reply(body: Any) -> str:
     line = f'- First user message: "{quote(user)}"'
     # Only the instructions after the conversation decide the format: a conversation may
     # itself quote an earlier split-turn summary with these headings.
+    # The previous summary of a repeated compaction (between the two) may quote one too.
     marker = "\n# Instructions\n" if "\n# Instructions\n" in user else "</conversation>"
-    if "## Original Request" in user.rpartition(marker)[2]:
+    if "## Original Request" in user.rpartition(marker)[2].rpartition("</previous-summary>")[2]:
         return (
             f"## Original Request\n{line}\n\n## Progress So Far\n- Loopback answer\n\n"
             "## Context Needed to Continue\n- (none)\n"
@@ -728,7 +729,8 @@ class LoopbackProvider:
 
 
 def _plan(wire: Any, fault: Fault, body: dict[str, Any], rid: str) -> _Plan:
-    text = "" if fault.mode == "empty" else default_reply(body) if fault.reply is None else fault.reply
+    reply = fault.reply(body) if callable(fault.reply) else fault.reply
+    text = "" if fault.mode == "empty" else default_reply(body) if reply is None else reply
     if fault.mode == "length":
         text = text[: len(text) // 2]
     thinking = body.get("thinking")

@@ -55,6 +55,11 @@ class CompactResult:
     context estimated, no usage figures); ``tokens_after`` is the same value,
     kept for older clients. ``usage`` is the summarizer's (cache reads and
     writes included), absent when a hook supplied the compaction without one.
+
+    With ``compaction.masking`` on, a threshold or overflow compaction masks old
+    tool results first: ``masked`` lists those ``context_edit`` entries and
+    ``tokens_before`` is the size before them. ``outcome: "maskedOnly"`` means that
+    was enough and no summary was written: ``entry`` is then the last edit.
     """
 
     entry: RawEntry
@@ -63,6 +68,7 @@ class CompactResult:
     estimated_tokens_after: int
     usage: Usage | None = None
     outcome: Literal["compacted", "maskedOnly"] = "compacted"
+    masked: list[RawEntry] = attrs.field(factory=list)
 
 
 @attrs.define(kw_only=True)

@@ -30,11 +30,14 @@ from pi_protocol.params import (
     GetSettingsParams,
     GetTreeParams,
     ListSessionsParams,
+    MaskParams,
     NavigateTreeParams,
     OpenSessionParams,
     ReportOverflowParams,
     SessionParams,
     SetLabelParams,
+    UndoParams,
+    UnmaskParams,
     UpdateSettingsParams,
 )
 from pi_protocol.results import (
@@ -51,6 +54,7 @@ from pi_protocol.results import (
     EstimateTokensResult,
     IdResult,
     ListSessionsResult,
+    MaskResult,
     ReviewSummaryAnswer,
     ReviewSummaryParams,
     SessionChanged,
@@ -59,6 +63,7 @@ from pi_protocol.results import (
     StatsResult,
     TreeNavigated,
     TreeResult,
+    UndoResult,
 )
 from pi_protocol.session import ContextResult
 
@@ -71,6 +76,9 @@ GET_CONTEXT: Final = "pi/getContext"
 GET_TREE: Final = "pi/getTree"
 GET_ENTRIES: Final = "pi/getEntries"
 SET_LABEL: Final = "pi/setLabel"
+MASK: Final = "pi/mask"
+UNMASK: Final = "pi/unmask"
+UNDO: Final = "pi/undo"
 FORK: Final = "pi/fork"
 GET_STATS: Final = "pi/getStats"
 ESTIMATE_TOKENS: Final = "pi/estimateTokens"
@@ -137,8 +145,9 @@ class HookSpec:
 _SESSION: Final = ("unknownSession",)
 _READ: Final = ("unknownSession", "unknownEntry")
 _WRITE: Final = ("unknownSession", "unknownEntry", "locked", "writeFailed")
+_EDIT: Final = ("unknownSession", "unknownEntry", "locked", "invalidParams", "writeFailed")
 _SUMMARIZE: Final = ("unknownSession", "locked", "nothingToCompact", "summarizerFailed", "conflict", "busy",
-                      "writeFailed")
+                     "liveWriter", "writeFailed")
 
 METHODS: Final = (
     MethodSpec(CREATE_SESSION, CreateSessionParams, SessionInfo, "create_session",
@@ -162,6 +171,15 @@ METHODS: Final = (
                errors=_READ),
     MethodSpec(SET_LABEL, SetLabelParams, IdResult, "set_label",
                "Label an entry (`null` clears) with a label entry under the leaf.", errors=_WRITE),
+    MethodSpec(MASK, MaskParams, MaskResult, "mask",
+               "Replace bulky old tool results in the context by short placeholders (`context_edit` entries; "
+               "the originals stay in the file).", errors=_EDIT),
+    MethodSpec(UNMASK, UnmaskParams, MaskResult, "unmask",
+               "Restore masked tool results (edits carrying the original content).", errors=_EDIT),
+    MethodSpec(UNDO, UndoParams, UndoResult, "undo",
+               "Undo the compaction or branch summary `entryId` while it is the leaf: the leaf goes back to its "
+               "parent (a `custom` entry records it, so Pi reloads the same leaf); auto-compaction waits until the "
+               "context grew by 10% of the window.", errors=(*_EDIT, "conflict", "busy")),
     MethodSpec(FORK, ForkParams, SessionInfo, "fork",
                "The path to `entryId` in a new session file, opened (Pi's `/fork`).", errors=_WRITE),
     MethodSpec(GET_STATS, SessionParams, StatsResult, "get_stats",
@@ -174,7 +192,7 @@ METHODS: Final = (
     MethodSpec(NAVIGATE_TREE, NavigateTreeParams, NavigateResult, "navigate_tree",
                "Move the leaf to `targetId` (Pi's `/tree`), optionally summarizing the branch left.",
                progress=True, errors=("unknownSession", "unknownEntry", "locked", "summarizerFailed", "conflict",
-                                      "busy", "writeFailed")),
+                                      "busy", "liveWriter", "writeFailed")),
     MethodSpec(REPORT_OVERFLOW, ReportOverflowParams, CompactResult, "report_overflow",
                "The client's provider rejected the context as too long: compact with reason `overflow`.",
                progress=True, errors=_SUMMARIZE),

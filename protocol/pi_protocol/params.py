@@ -89,6 +89,30 @@ class SetLabelParams:
 
 
 @attrs.define(kw_only=True)
+class MaskParams:
+    """``pi/mask``: without ``entry_ids``, what ``compaction.masking`` picks (its ``enabled`` aside)."""
+
+    session_id: str
+    entry_ids: list[str] | None = None
+    dry_run: bool = False
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class UnmaskParams:
+    session_id: str
+    entry_ids: list[str]
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class UndoParams:
+    session_id: str
+    entry_id: str
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
 class ForkParams:
     session_id: str
     entry_id: str
@@ -105,8 +129,11 @@ class EstimateTokensParams:
 
 @attrs.define(kw_only=True)
 class CompactParams:
+    """``force``: write even if another program appended within ``daemon.liveWriterSeconds`` (on the newest leaf)."""
+
     session_id: str
     custom_instructions: str | None = None
+    force: bool = False
     work_done_token: ProgressToken | None = None
     extra: JsonDict = extra_field()
 
@@ -119,6 +146,7 @@ class NavigateTreeParams:
     custom_instructions: str | None = None
     replace_instructions: bool = False
     label: str | None = None
+    force: bool = False
     work_done_token: ProgressToken | None = None
     extra: JsonDict = extra_field()
 

@@ -117,6 +117,24 @@ class StatsResult:
 
 
 @attrs.define(kw_only=True)
+class MaskResult:
+    """``pi/mask`` / ``pi/unmask``: the ``context_edit`` entries written (with ``dryRun``: that would be,
+    without ids) and the projected context estimate before and after them."""
+
+    edits: list[RawEntry] = attrs.field(factory=list)
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+
+@attrs.define(kw_only=True)
+class UndoResult:
+    """``pi/undo``: the restored leaf and the ``custom`` entry (``pi-sessiond.undo``) that records it."""
+
+    leaf_id: str | None = keep_null(default=None)
+    entry: RawEntry
+
+
+@attrs.define(kw_only=True)
 class EstimateTokensResult:
     tokens: int
     estimator: str

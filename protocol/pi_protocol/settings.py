@@ -57,6 +57,24 @@ class ModelOverride:
     keep_recent_tokens: int | None = setting(None, minimum=0)
 
 
+MASKED_TOOLS = ("read", "bash", "grep", "find", "ls")
+
+
+@attrs.frozen(kw_only=True)
+class MaskingSettings:
+    """``compaction.masking.*``: the masking tier (off by default; threshold and overflow only).
+
+    A tool result of one of ``tools``, of at least ``min_tokens``, with at least
+    ``older_than_tokens`` of context after it, is replaced through a
+    ``context_edit`` by a short placeholder (the original stays in the file).
+    """
+
+    enabled: bool = setting(False)
+    tools: list[str] = attrs.field(factory=lambda: list(MASKED_TOOLS), metadata={"keep_null": True})
+    min_tokens: int = setting(500, minimum=0)
+    older_than_tokens: int = setting(40000, minimum=0)
+
+
 @attrs.frozen(kw_only=True)
 class CompactionSettings:
     """``compaction.*`` (Pi's ``DEFAULT_COMPACTION_SETTINGS``); the pure compaction code takes this.
@@ -72,6 +90,7 @@ class CompactionSettings:
     reserve_tokens: int = setting(16384, minimum=0)
     keep_recent_tokens: int = setting(20000, minimum=0)
     model_overrides: dict[str, ModelOverride] = attrs.field(factory=dict)
+    masking: MaskingSettings = section(MaskingSettings)
 
 
 @attrs.frozen(kw_only=True)
@@ -119,6 +138,8 @@ class DaemonSettings:
     fsync: Fsync = setting("always")
     max_message_bytes: int = setting(64 * 1024 * 1024, above=0)
     max_concurrent_summaries: int = setting(4, above=0)
+    live_writer_seconds: float = setting(30, minimum=0)
+    lock_idle_seconds: float | None = setting(60, above=0)
     max_session_bytes: int = setting(4 * 1024**3, above=0)
 
 

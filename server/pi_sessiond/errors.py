@@ -93,6 +93,14 @@ class Busy(PiError):
     reason = "busy"
 
 
+class LiveWriter(PiError):
+    """Another program appended to the session lately (or a live Pi holds it) and the request adds a
+    summary or moves the leaf; ``data``: ``lastForeignAppend`` (ISO time) and room for ``holder`` /
+    ``piCommand`` (a live Pi through the extension)."""
+
+    reason = "liveWriter"
+
+
 class NotASession(PiError):
     """The file is not a Pi session (non-empty without a header, binary, a directory); nothing is written."""
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.parity.oracle import PI16, PiOracle, oracle_available
+from tests.parity.oracle import PI16, PiOracle, node24, oracle_available
 
 PI_FIXTURES = Path(__file__).parents[2].parent / "shared" / "fixtures" / "pi"
 
@@ -40,6 +40,20 @@ def pi16() -> Iterator[PiOracle]:
     if reason is not None:
         skip_or_fail(reason)
     with PiOracle(version=PI16) as oracle:
+        yield oracle
+
+
+@pytest.fixture(scope="session")
+def pi16_agent() -> Iterator[PiOracle]:
+    """The Pi 1.6.0 oracle on Node 24, for the ops that load Pi's agent modules (Node >= 22.19)."""
+    reason = oracle_available(PI16)
+    node = node24()
+    if node is None:
+        reason = reason or "Node 24 is not installed; run `scripts/install-tools.sh node24`"
+    if reason is not None or node is None:
+        skip_or_fail(reason or "Node 24 missing")
+        return
+    with PiOracle(version=PI16, node=node) as oracle:
         yield oracle
 
 

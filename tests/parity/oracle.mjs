@@ -9,7 +9,7 @@
 // temp dir first, because opening a file lets Pi migrate (rewrite) or even
 // truncate it. Ops see the file as Pi left it after its first open (see below).
 // Nothing from Pi is copied into pi-sessiond; this file only calls it.
-// Parameters and results of every op: docs/pi-0.73.1-notes.md, section 0.
+// Parameters and results of every op: docs/history/pi-0.73.1.md, section 0.
 
 import {
   copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync,

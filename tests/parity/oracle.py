@@ -9,8 +9,8 @@ published packages are pinned in ``package-lock.json`` (installed with
   ``oracle16.mjs``, the parity target. Its ops are listed at the top of that file.
 * ``"0.73.1"`` (the default, :data:`PI073`): ``@mariozechner/pi-coding-agent@0.73.1``
   behind ``oracle.mjs``; it stays to check that files we write still open in old
-  Pi. Ops: ``docs/pi-0.73.1-notes.md`` and the top of ``oracle.mjs``. Pass ``UNDEFINED`` as a leaf id to make the oracle
-call Pi with JavaScript ``undefined`` (``None`` becomes ``null``).
+  Pi. Ops: ``docs/history/pi-0.73.1.md`` and the top of ``oracle.mjs``. Pass ``UNDEFINED``
+as a leaf id to make the oracle call Pi with JavaScript ``undefined`` (``None`` becomes ``null``).
 """
 
 from __future__ import annotations
@@ -41,6 +41,14 @@ class OracleError(RuntimeError):
     """The oracle answered ``ok: false``, died, or did not answer in time."""
 
 
+def node24() -> str | None:
+    """Node 24 as ``scripts/install-tools.sh node24`` installs it (Pi's agent modules need >= 22.19), or ``None``."""
+    script = PARITY_DIR.parents[1] / "scripts" / "install-tools.sh"
+    found = subprocess.run(["bash", str(script), "--print-node24"], capture_output=True, text=True, check=False)
+    path = Path(found.stdout.strip())
+    return str(path) if found.returncode == 0 and path.is_file() else None
+
+
 def oracle_available(version: str = PI073) -> str | None:
     """Return why the oracle of ``version`` cannot run (node or its npm package missing), else ``None``."""
     if shutil.which("node") is None:
@@ -62,12 +70,13 @@ class PiOracle:
     the process is discarded and the next call starts a fresh one.
     """
 
-    def __init__(self, timeout: float = DEFAULT_TIMEOUT, version: str = PI073) -> None:
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT, version: str = PI073, node: str = "node") -> None:
         if version not in _ORACLES:
             raise ValueError(f"no oracle for Pi {version}; known: {sorted(_ORACLES)}")
         self.version = version
         self._script = _ORACLES[version][0]
         self._timeout = timeout
+        self._node = node
         self._proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=50)
@@ -121,7 +130,7 @@ class PiOracle:
         self.close()
         self._lines = queue.Queue()
         self._proc = subprocess.Popen(
-            ["node", str(self._script)],
+            [self._node, str(self._script)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

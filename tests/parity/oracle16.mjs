@@ -6,7 +6,7 @@
 // rewrite a migrated file or append a newline to a torn last line on open).
 // Nothing from Pi is copied into pi-sessiond; this file only calls it.
 //
-// Determinism (docs/pi-0.73.1-notes.md section 0, shared/reference/pi-1.6.md
+// Determinism (docs/history/pi-0.73.1.md section 0, shared/reference/pi-1.6.md
 // "How to check"): crypto.randomUUID is replaced by a counter, reset before every
 // open and every write script, so the k-th id drawn is "%08x" % k; a write script
 // runs under a fake clock (each argument-less `new Date()` advances one second
@@ -31,6 +31,9 @@
 //   serialize {messages} / collectBranch {file, oldLeafId, targetId, tokenBudget?}
 //   fork {file, leafId} -> {sourcePath, newFileName, fileText, header, entries, leafId} after
 //        createBranchedSession(leafId) (label ids from the counter)
+//   stats {file, contextWindow?} -> AgentSession.getSessionStats() (with its contextUsage for a
+//        model of that window) on the opened file. Needs Node >= 22.19 (agent-session.js and what it
+//        imports); run this oracle with PiOracle(version="1.6.0", node=<Node 24>) for it.
 
 import crypto from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -258,6 +261,24 @@ function fork(sm, copy, { leafId }) {
   };
 }
 
+let agentSessionModule = null;
+/** AgentSession's own getSessionStats/getContextUsage, called on a minimal `this` (no agent, no model). */
+async function stats({ file, contextWindow }) {
+  agentSessionModule ??= await load("agent-session.js");
+  const proto = agentSessionModule.AgentSession.prototype;
+  return withSession(file, (sm) => {
+    const self = {
+      sessionManager: sm,
+      sessionFile: sm.getSessionFile(),
+      sessionId: sm.getSessionId(),
+      _limitsModel: () => (contextWindow ? { contextWindow } : undefined),
+    };
+    self.getContextUsage = () => proto.getContextUsage.call(self);
+    const result = proto.getSessionStats.call(self);
+    return { ...result, sessionFile: undefined };
+  });
+}
+
 const ops = {
   ping: () => "pong",
   version: () => version,
@@ -277,6 +298,7 @@ const ops = {
   collectBranch: (req) => withSession(req.file, (sm) => collectBranch(sm, req)),
   cut: (req) => withSession(req.file, (sm) => cut(sm, req)),
   fork: (req) => withSession(req.file, (sm, copy) => fork(sm, copy, req)),
+  stats,
 };
 
 await serve(ops, () => rmSync(agentDir, { recursive: true, force: true }));

@@ -63,7 +63,7 @@ pytestmark = pytest.mark.parity
 Json = dict[str, Any]
 
 KEEPS = [0, 1000, 5000, 20000]
-SHAPES = ["linear", "long", "branchy", "kitchen-sink"]
+SHAPES = ["linear", "long", "branchy", "kitchen-sink", "pi16"]
 PI_NULL_ARGS_ERROR = "Cannot convert undefined or null to object"
 EMOJI = "\U0001f680"
 IMAGE = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}

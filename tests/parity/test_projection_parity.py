@@ -59,11 +59,13 @@ def assert_contexts_match(pi16: PiOracle, path: Path) -> int:
 
 
 @pytest.mark.parametrize(("shape", "seed", "entries"), [("linear", 1, 60), ("branchy", 7, 80),
-                                                        ("kitchen-sink", 10, 90), ("long", 4, 400)])
+                                                        ("kitchen-sink", 10, 90), ("long", 4, 400),
+                                                        ("pi16", 5, 400)])
 def test_generated_sessions_at_every_entry(pi16: PiOracle, tmp_path: Path, shape: str, seed: int,
                                            entries: int) -> None:
     path = tmp_path / f"{shape}.jsonl"
-    write(path, generate(seed=seed, entries=entries, shape=shape, compaction_every=150 if shape == "long" else None))
+    every = 150 if shape in ("long", "pi16") else None
+    write(path, generate(seed=seed, entries=entries, shape=shape, compaction_every=every))
     assert assert_contexts_match(pi16, path) > 50
 
 

@@ -53,7 +53,10 @@ from pi_sessiond.examples import generator
 from pi_sessiond.store.session import Session
 
 Json = dict[str, Any]
-SETTINGS: Json = {"compaction": {"keepRecentTokens": 2000}}
+# liveWriterSeconds 0: a daemon killed between its write and its lock-file mark, and the injected torn
+# tails, look like another program's appends to the next daemon; the guard has its own tests and soak
+# (tests/e2e/test_live_writers.py, tests/soak/live_soak.py), this soak is about durability.
+SETTINGS: Json = {"compaction": {"keepRecentTokens": 2000}, "daemon": {"liveWriterSeconds": 0}}
 EXPECTED_ERRORS = {"nothingToCompact", "conflict", "busy", "summarizerFailed"}  # refusals, not crashes
 STRIPPED = ("id", "parentId", "timestamp")  # assigned by the store, not sent by us
 WORDS = ("the", "parser", "cache", "retry", "token", "branch", "commit", "schema", "invoice", "lock", "fsync")

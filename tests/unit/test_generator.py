@@ -26,14 +26,16 @@ ENTRY_KEYS = {
     "message": ["type", *BASE, "message"],
     "model_change": ["type", *BASE, "provider", "modelId"],
     "thinking_level_change": ["type", *BASE, "thinkingLevel"],
-    "compaction": ["type", *BASE, "summary", "firstKeptEntryId", "tokensBefore", "details",
-                   "fromHook"],
+    "compaction": ["type", *BASE, "summary", "firstKeptEntryId", "tokensBefore", "details", "usage",
+                   "fromHook", "systemMessage"],
     "branch_summary": ["type", *BASE, "fromId", "summary", "details", "fromHook"],
     "custom": ["type", "customType", "data", *BASE],
     "custom_message": ["type", "customType", "content", "display", "details", *BASE],
     "label": ["type", *BASE, "targetId", "label"],
     "session_info": ["type", *BASE, "name"],
     "future_thing": ["type", *BASE, "payload"],
+    "context_edit": ["type", *BASE, "targetId", "replacement"],
+    "usage": ["type", *BASE, "kind", "provider", "model", "usage", "note"],
 }
 V1_KEYS = {
     "message": ["type", "timestamp", "message"],
@@ -41,6 +43,7 @@ V1_KEYS = {
 }
 MESSAGE_KEYS = {
     "user": ["role", "content", "timestamp"],
+    "system": ["role", "content", "sections", "toolsAdded", "toolsRemoved", "timestamp"],
     "assistant": ["role", "content", "api", "provider", "model", "usage", "stopReason",
                   "timestamp", "errorMessage"],
     "toolResult": ["role", "toolCallId", "toolName", "content", "details", "isError",
@@ -58,7 +61,7 @@ BLOCK_KEYS = {
 }
 USAGE_KEYS = ["input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost"]
 COST_KEYS = ["input", "output", "cacheRead", "cacheWrite", "total"]
-SHAPES = [("linear", 3), ("long", 3), ("branchy", 3), ("kitchen-sink", 3), ("example", 3),
+SHAPES = [("linear", 3), ("long", 3), ("branchy", 3), ("kitchen-sink", 3), ("example", 3), ("pi16", 3),
           ("linear", 1), ("long", 1), ("linear", 2), ("branchy", 2)]
 UNKNOWN = {"x_future"}
 
@@ -157,9 +160,25 @@ def test_entry_count_is_close_to_the_request(shape: str, entries: int) -> None:
     assert abs(count - entries) <= max(2, entries * 0.03)
 
 
+PI16_ONLY = {"context_edit", "usage"}
+
+
+def test_pi16_shape_has_what_pi_1_6_0_writes() -> None:
+    entries = make("pi16", entries=1500, compaction_every=300)[1:]
+    assert {e["type"] for e in entries} >= PI16_ONLY
+    system = [e["message"] for e in entries if e["type"] == "message" and e["message"]["role"] == "system"]
+    assert system[0]["sections"] and system[0]["toolsAdded"] and len(system) >= 3
+    edits = [e for e in entries if e["type"] == "context_edit"]
+    assert any(e["replacement"] is None for e in edits) and any(e["replacement"] for e in edits)
+    compactions = [e for e in entries if e["type"] == "compaction"]
+    assert len(compactions) >= 3 and all("systemMessage" in c and "usage" in c for c in compactions)
+    assert sum(c["firstKeptEntryId"] == c["id"] for c in compactions) == 1  # one retain-none
+    assert all(c["systemMessage"]["timestamp"] == ms(c["timestamp"]) for c in compactions)
+
+
 def test_kitchen_sink_has_every_entry_type_role_and_block(sink: list[Json]) -> None:
     entries = sink[1:]
-    assert {e["type"] for e in entries} == set(ENTRY_KEYS)
+    assert {e["type"] for e in entries} == set(ENTRY_KEYS) - PI16_ONLY
     msgs = [e["message"] for e in entries if e["type"] == "message"]
     assert {m["role"] for m in msgs} == {"user", "assistant", "toolResult", "bashExecution",
                                          "custom"}

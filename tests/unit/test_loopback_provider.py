@@ -159,6 +159,13 @@ def test_default_reply_is_a_structured_summary_quoting_the_user() -> None:
     assert quote(USER_TEXT) in text and len(quote(USER_TEXT)) == 80 and "\n" not in quote(USER_TEXT)
     prefix = default_reply({"messages": [{"role": "user", "content": "turn\n## Original Request\n..."}]})
     assert "## Original Request" in prefix.splitlines() and "## Context Needed to Continue" in prefix.splitlines()
+    previous = "## Goal\n**Turn Context (split turn):**\n\n## Original Request\n- earlier"
+    history = (
+        f"<conversation>\n[User]: hi\n</conversation>\n\n<previous-summary>\n{previous}\n</previous-summary>\n\n"
+        "Update it."
+    )
+    again = default_reply({"messages": [{"role": "user", "content": history}]})
+    assert again.startswith("## Goal\n")  # a quoted split-turn summary does not make it a turn-prefix request
 
 
 def test_anthropic_stream_has_the_real_event_sequence(lp: LoopbackProvider, client: httpx.Client) -> None:
@@ -224,6 +231,16 @@ def test_reply_replaces_the_default_text(api: Api, lp: LoopbackProvider, client:
     assert api.stream_text(events) == "just this"
     assert api.json_text(post(client, lp, api, api.body(stream=False)).json()) == "and this"
     assert api.json_text(post(client, lp, api, api.body(stream=False)).json()) == default_reply(api.body())
+
+
+@APIS
+def test_a_callable_reply_answers_from_the_request_body(api: Api, lp: LoopbackProvider, client: httpx.Client) -> None:
+    lp.set_default(Fault("ok", reply=lambda body: f"{len(body['messages'])} messages, model {body['model']}"))
+    body = api.body()
+    _, events = stream(client, lp, api, body)
+    assert api.stream_text(events) == f"{len(body['messages'])} messages, model {body['model']}"
+    lp.set_default(Fault("length", reply=lambda body: "abcdefgh"))
+    assert api.json_text(post(client, lp, api, api.body(stream=False)).json()) == "abcd"
 
 
 # --- errors ----------------------------------------------------------------------------------------------------

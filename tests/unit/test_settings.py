@@ -21,7 +21,9 @@ from .service.fakes import make_daemon
 
 # PROTOCOL.md "Settings", verbatim (with the keys of its "Additions" that have landed).
 PROTOCOL_DEFAULTS = {
-    "compaction": {"enabled": True, "reserveTokens": 16384, "keepRecentTokens": 20000, "modelOverrides": {}},
+    "compaction": {"enabled": True, "reserveTokens": 16384, "keepRecentTokens": 20000, "modelOverrides": {},
+                   "masking": {"enabled": False, "tools": ["read", "bash", "grep", "find", "ls"], "minTokens": 500,
+                               "olderThanTokens": 40000}},
     "branchSummary": {"reserveTokens": 16384},
     "contextWindow": None,
     "models": {},
@@ -31,7 +33,8 @@ PROTOCOL_DEFAULTS = {
     "retry": {"enabled": True, "maxRetries": 3, "baseDelayMs": 2000, "maxAgentDelayMs": 60000},
     "tokenizer": "pi",
     "daemon": {"hookTimeoutSeconds": 30, "reviewTimeoutSeconds": None, "fsync": "always",
-               "maxMessageBytes": 67108864, "maxConcurrentSummaries": 4, "maxSessionBytes": 4294967296},
+               "maxMessageBytes": 67108864, "maxConcurrentSummaries": 4,
+               "liveWriterSeconds": 30, "lockIdleSeconds": 60, "maxSessionBytes": 4294967296},
     "security": {"allowProjectSummarizerSettings": False},
 }
 
@@ -53,6 +56,8 @@ INVALID = [
     ({"retry": {"baseDelayMs": "2s"}}, "retry.baseDelayMs", "expected number, got string"),
     ({"retry": {"enabled": 1}}, "retry.enabled", "expected boolean"),
     ({"compaction": {"modelOverrides": []}}, "compaction.modelOverrides", "expected an object, got array"),
+    ({"compaction": {"masking": {"tools": "read"}}}, "compaction.masking.tools", "expected array"),
+    ({"compaction": {"masking": {"minTokens": -1}}}, "compaction.masking.minTokens", ">= 0, got -1"),
     ({"compaction": {"modelOverrides": {"a/b": 5}}}, "compaction.modelOverrides.a/b", "expected an object"),
     ({"compaction": {"modelOverrides": {"a/b": {"reserveTokens": -5}}}}, "compaction.modelOverrides.a/b.reserveTokens",
      ">= 0, got -5"),
@@ -83,7 +88,8 @@ def test_an_invalid_file_value_falls_back_to_the_lower_layer_and_is_listed(
     layer: dict[str, Any], key: str, message: str
 ) -> None:
     below = {"compaction": {"reserveTokens": 1000, "keepRecentTokens": 2000, "enabled": False,
-                            "modelOverrides": {"a/b": {"reserveTokens": 7, "keepRecentTokens": 8}}},
+                            "modelOverrides": {"a/b": {"reserveTokens": 7, "keepRecentTokens": 8}},
+                            "masking": {"tools": ["read"], "minTokens": 300}},
              "branchSummary": {"reserveTokens": 3000}, "tokenizer": "cl100k", "models": {"a/b": {"contextWindow": 9}},
              "daemon": {"fsync": "never", "hookTimeoutSeconds": 5, "maxMessageBytes": 4000},
              "summarizer": {"headers": {"X-Team": "blue"}, "maxTokens": 700, "parallelSplitTurn": True},

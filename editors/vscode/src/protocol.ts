@@ -283,6 +283,7 @@ export interface CompactResult {
   estimatedTokensAfter: number;
   usage?: Usage | null;
   outcome: "compacted" | "maskedOnly";
+  masked?: SessionEntry[];
 }
 
 export interface NavigateResult {
@@ -351,6 +352,25 @@ export interface SetLabelParams {
   [key: string]: unknown;
 }
 
+export interface MaskParams {
+  sessionId: string;
+  entryIds?: string[] | null;
+  dryRun?: boolean;
+  [key: string]: unknown;
+}
+
+export interface UnmaskParams {
+  sessionId: string;
+  entryIds: string[];
+  [key: string]: unknown;
+}
+
+export interface UndoParams {
+  sessionId: string;
+  entryId: string;
+  [key: string]: unknown;
+}
+
 export interface ForkParams {
   sessionId: string;
   entryId: string;
@@ -367,6 +387,7 @@ export interface EstimateTokensParams {
 export interface CompactParams {
   sessionId: string;
   customInstructions?: string | null;
+  force?: boolean;
   workDoneToken?: number | string | null;
   [key: string]: unknown;
 }
@@ -378,6 +399,7 @@ export interface NavigateTreeParams {
   customInstructions?: string | null;
   replaceInstructions?: boolean;
   label?: string | null;
+  force?: boolean;
   workDoneToken?: number | string | null;
   [key: string]: unknown;
 }
@@ -480,6 +502,17 @@ export interface StatsResult {
   contextWindow?: number;
   contextPercent?: number | null;
   estimatedContextTokens?: number;
+}
+
+export interface MaskResult {
+  edits?: SessionEntry[];
+  tokensBefore?: number;
+  tokensAfter?: number;
+}
+
+export interface UndoResult {
+  leafId?: string | null;
+  entry: SessionEntry;
 }
 
 export interface EstimateTokensResult {
@@ -609,11 +642,19 @@ export interface ModelOverride {
   keepRecentTokens?: number | null;
 }
 
+export interface MaskingSettings {
+  enabled?: boolean;
+  tools?: string[];
+  minTokens?: number;
+  olderThanTokens?: number;
+}
+
 export interface CompactionSettings {
   enabled?: boolean;
   reserveTokens?: number;
   keepRecentTokens?: number;
   modelOverrides?: Record<string, ModelOverride>;
+  masking?: MaskingSettings;
 }
 
 export interface BranchSummarySettings {
@@ -645,6 +686,8 @@ export interface DaemonSettings {
   fsync: "always" | "never";
   maxMessageBytes?: number;
   maxConcurrentSummaries?: number;
+  liveWriterSeconds?: number;
+  lockIdleSeconds?: number | null;
   maxSessionBytes?: number;
 }
 
@@ -678,6 +721,9 @@ export interface PiMethods {
   "pi/getTree": { params: GetTreeParams; result: TreeResult };
   "pi/getEntries": { params: GetEntriesParams; result: EntriesResult };
   "pi/setLabel": { params: SetLabelParams; result: IdResult };
+  "pi/mask": { params: MaskParams; result: MaskResult };
+  "pi/unmask": { params: UnmaskParams; result: MaskResult };
+  "pi/undo": { params: UndoParams; result: UndoResult };
   "pi/fork": { params: ForkParams; result: SessionInfo };
   "pi/getStats": { params: SessionParams; result: StatsResult };
   "pi/estimateTokens": { params: EstimateTokensParams; result: EstimateTokensResult };
@@ -713,6 +759,9 @@ export const Methods = {
   GET_TREE: "pi/getTree",
   GET_ENTRIES: "pi/getEntries",
   SET_LABEL: "pi/setLabel",
+  MASK: "pi/mask",
+  UNMASK: "pi/unmask",
+  UNDO: "pi/undo",
   FORK: "pi/fork",
   GET_STATS: "pi/getStats",
   ESTIMATE_TOKENS: "pi/estimateTokens",

@@ -59,6 +59,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reserve-tokens", type=_count, metavar="N",
                         help=f"tokens reserved for the summary (default {defaults.reserve_tokens})")
     parser.add_argument("--json", action="store_true", help="print the preparation / the pi/compact result as JSON")
+    parser.add_argument("--force", action="store_true",
+                        help="write even if another program (a running Pi) appended lately; lands on the newest leaf")
     add_quiet_argument(parser)
     add_summarizer_arguments(parser)
 
@@ -103,7 +105,7 @@ async def _compact(args: argparse.Namespace) -> int:
     path = session_path(args, writes=True)
     async with running_daemon(settings_from(args), StderrProgress(quiet=args.quiet)) as local:
         info = local.open(path)
-        params = CompactParams(session_id=info.session_id, custom_instructions=args.instructions)
+        params = CompactParams(session_id=info.session_id, custom_instructions=args.instructions, force=args.force)
         result = await local.service.compact(params, local.progress)
     if args.json:
         print_json(unstructure(result))

@@ -30,6 +30,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="use --instructions instead of the default prompt")
     parser.add_argument("--label", metavar="L", help="label the summary (or the target) with L")
     parser.add_argument("--json", action="store_true", help="print the pi/navigateTree result as JSON")
+    parser.add_argument("--force", action="store_true",
+                        help="write even if another program (a running Pi) appended lately; lands on the newest leaf")
     add_quiet_argument(parser)
     add_summarizer_arguments(parser)
 
@@ -49,6 +51,7 @@ async def _navigate(args: argparse.Namespace) -> int:
         params = NavigateTreeParams(
             session_id=info.session_id, target_id=args.target, summarize=args.summarize,
             custom_instructions=args.instructions, replace_instructions=args.replace_instructions, label=args.label,
+            force=args.force,
         )
         result = await local.service.navigate_tree(params, local.progress)
     if args.json:

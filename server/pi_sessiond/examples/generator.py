@@ -3,8 +3,11 @@
 Shapes: ``linear`` (one coding chain), ``long`` (linear plus a ``compaction`` every
 ``compaction_every`` entries, default 2000), ``branchy`` (a tree with branch
 summaries, labels and a session name), ``kitchen-sink`` (a small tree with every
-entry type, role and edge case, then branchy turns up to ``entries``) and
-``example`` (the coherent demo session bundled as ``data/example.jsonl``).
+entry type, role and edge case, then branchy turns up to ``entries``),
+``example`` (the coherent demo session bundled as ``data/example.jsonl``) and
+``pi16`` (a long chain with what Pi 1.6.0 writes: system messages and patches,
+context edits, recovery omissions, ``usage`` entries, checkpointed and retain-none
+compactions; :mod:`~pi_sessiond.examples.pi16`).
 Entries are built by :class:`~pi_sessiond.examples.builder.Builder` from the
 vocabulary in :mod:`~pi_sessiond.examples.content`.
 
@@ -35,10 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from pi_sessiond.examples import content as C
+from pi_sessiond.examples import pi16
 from pi_sessiond.examples.builder import GPT, SONNET, Builder, Json
 from pi_sessiond.store import jsontext
 
-SHAPES = ("linear", "long", "branchy", "kitchen-sink", "example")
+SHAPES = ("linear", "long", "branchy", "kitchen-sink", "example", "pi16")
 EXAMPLE_ARGS: Json = {"shape": "example", "seed": 7, "entries": 200}
 
 
@@ -215,7 +219,7 @@ def iter_lines(*, seed: int = 0, entries: int = 200, shape: str = "linear",
     if shape not in SHAPES or version not in (1, 2, 3):
         raise ValueError(f"unknown shape {shape!r} or version {version!r}")
     if (version == 1 and shape not in ("linear", "long")) or (
-            version == 2 and shape in ("kitchen-sink", "example")):
+            version == 2 and shape in ("kitchen-sink", "example", "pi16")):
         raise ValueError(f"shape {shape!r} cannot be written as version {version}")
     return _lines(seed, entries, shape, compaction_every, version, cwd)
 
@@ -234,7 +238,11 @@ def _lines(seed: int, entries: int, shape: str, compaction_every: int | None, ve
         b.header()
         b.start()
         every = 2_000 if shape == "long" and compaction_every is None else compaction_every
-        if shape == "branchy":
+        if shape == "pi16":
+            state = pi16.Pi16State()
+            pi16.prelude(b, state)
+            extras = pi16.extras(b, state, compaction_every or 600)
+        elif shape == "branchy":
             extras = _branchy_extras(b)
         elif shape == "example":
             extras = _example_extras(b)

@@ -10,10 +10,13 @@ Contracts:
 - Hook points for the daemon: ``supply`` may hand in a finished entry (a
   ``pi/beforeCompact`` hook; no summarizer call then) and ``review`` may edit
   or reject the summary before it is written (``pi/reviewSummary``).
-- Before writing, the leaf is re-checked: the entry is written when the leaf
-  is the prepared one or continues it without another compaction (entries
-  appended meanwhile then sit between the kept ones and the compaction, so
-  nothing is lost); any other move is :class:`Conflict`. Exactly one
+- Before writing, the leaf is re-checked after the lines other programs
+  appended were folded in (the store's leaf follows them when they continue
+  it; ``Session.append``'s ``verify``, so the check and the write see the same
+  file): the entry is written on the newest leaf when that is the prepared one
+  or continues it without another compaction (entries appended meanwhile then
+  sit between the kept ones and the compaction and stay in its context, so
+  nothing is orphaned); any other move is :class:`Conflict`. Exactly one
   ``compaction`` entry is appended, in one line, only after everything
   succeeded, so a failure or cancellation earlier leaves the file untouched.
 - The entry is written as Pi 1.6.0's ``appendCompaction`` writes it
@@ -143,8 +146,7 @@ async def compact(
             text = await review(text, prep.tokens_before, pending_tokens(session, pending))
         data = compaction_entry(prep, text, summary.usage)
     report("writing", 95)
-    check_descends(session, leaf_before)
-    entry = write_compaction(session, data)
+    entry = write_compaction(session, data, verify=lambda: check_descends(session, leaf_before))
     report("done", 100)
     return CompactResult(
         entry=entry,
@@ -155,22 +157,24 @@ async def compact(
     )
 
 
-def write_compaction(session: Session, data: JsonDict) -> Entry:
+def write_compaction(session: Session, data: JsonDict, verify: Callable[[], None] | None = None) -> Entry:
     """Append the compaction ``data`` at the leaf as Pi 1.6.0's ``appendCompaction`` does.
 
     The checkpoint is the current system message of the leaf's projection
     (which starts with the previous checkpoint, so checkpoints chain) with the
     entry's own time in ms; none when the projection has no system message.
     A ``firstKeptEntryId`` of ``None`` becomes the entry's own id (retain-none).
+    ``verify`` is the leaf re-check, run after other writers' lines were folded in.
     """
-    return session.append([data], complete=completer(session))[0]
+    return session.append([data], complete=completer(session), verify=verify)[0]
 
 
 def completer(session: Session) -> Completer:
-    """What :func:`write_compaction` adds to a compaction at the leaf once its id and time are known."""
-    checkpoint = current_system_message(session.projection().messages)
+    """What :func:`write_compaction` adds to a compaction at the leaf once its id and time are known
+    (the checkpoint is read then, from the leaf the entry is written on)."""
 
     def complete(full: JsonDict) -> JsonDict:
+        checkpoint = current_system_message(session.projection().messages)
         if full.get("firstKeptEntryId") is None:
             full["firstKeptEntryId"] = full["id"]
         if checkpoint is not None:

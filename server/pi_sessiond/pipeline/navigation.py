@@ -15,8 +15,10 @@ Contracts:
 - The branch is collected once per navigation (:func:`plan_navigation`); a
   caller that already planned (the daemon, to show the branch to its
   ``pi/beforeTree`` hook) passes the plan in.
-- The leaf is re-checked before anything is written; if it is no longer the
-  planned old leaf, the summary is dropped with ``Conflict``.
+- The leaf is re-checked before anything is written, after the lines other
+  programs appended were folded in (the leaf follows those that continue it);
+  if it is no longer the planned old leaf, the summary is dropped with
+  ``Conflict`` (it would leave the new turns unsummarized on the old branch).
 - Hook points for the daemon: ``supplied`` is a finished summary (a
   ``pi/beforeTree`` hook; stored with ``fromHook: true``, used only when a
   summary was asked for) and ``review`` may edit or reject a generated one.
@@ -199,6 +201,7 @@ async def navigate_tree(
             )
             if review is not None:
                 summary = attrs.evolve(summary, summary=await _reviewed(session, target, summary, review))
+    session.refresh()
     if session.leaf_id != old_leaf:
         raise Conflict("the session moved to another entry while the branch summary was being made")
     new_leaf, editor_text = landing(target)

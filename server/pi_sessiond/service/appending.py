@@ -54,7 +54,7 @@ async def append(core: Core, opened: OpenSession, params: AppendParams) -> Appen
     compaction = settings.compaction
     core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
                                                         reason="append"))
-    if compaction.enabled and threshold_reached(session, written, window, settings):
+    if compaction.enabled and threshold_reached(session, written, window, settings) and not _held_back(opened, tokens):
         start_threshold(core, opened)
     return AppendResult(
         ids=[e.id for e in written],
@@ -87,6 +87,15 @@ def validate_entries(entries: Sequence[Any], max_bytes: int) -> list[JsonDict]:
                            data={"index": index, "bytes": size, "limit": max_bytes})
         rows.append(row)
     return rows
+
+
+def _held_back(opened: OpenSession, tokens: int) -> bool:
+    """After ``pi/undo``: no auto-compaction until the context reaches the floor it set (then it is cleared)."""
+    floor = opened.auto_compaction_floor
+    if floor is not None and tokens < floor:
+        return True
+    opened.auto_compaction_floor = None
+    return False
 
 
 def _track_turn(opened: OpenSession, written: Sequence[Entry]) -> None:

@@ -5,7 +5,9 @@ client's hooks (``service.hooks``) into it (``pi/beforeCompact`` as its
 ``supply``: cancel / a supplied compaction / go on; ``pi/reviewSummary`` as
 its ``review``: accept / edit / reject), runs it as a job with a progress bar
 and sends the notifications. The pipeline's leaf re-check decides what
-appends during a summary may do (see its docstring).
+appends during a summary may do (see its docstring). Before anything runs,
+the ``liveWriter`` guard (``service.livewriter``) refuses a compaction of a
+session another program appended to lately, unless ``force``.
 The file's writability is checked before the summarizer is asked (a
 ``locked`` or ``writeFailed`` answer costs no model call).
 Anything that stops before the append leaves the session untouched, and every
@@ -38,9 +40,10 @@ from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compac
 from pi_sessiond.errors import NothingToCompact, PiError, Rejected
 from pi_sessiond.pipeline.compaction import compact, refusal, session_reasoning
 from pi_sessiond.pipeline.compaction import preview as preview_of
-from pi_sessiond.service import hooks
+from pi_sessiond.service import hooks, masking
 from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.interface import ProgressFactory
+from pi_sessiond.service.livewriter import check_live_writer
 from pi_sessiond.service.registry import OpenSession
 
 T = TypeVar("T")
@@ -66,7 +69,8 @@ async def manual(core: Core, opened: OpenSession, params: CompactParams, progres
         return await with_progress(
             progress, "Compacting session", params.work_done_token,
             lambda report: compact_session(core, opened, reason="manual", will_retry=False,
-                                           instructions=params.custom_instructions, report=report),
+                                           instructions=params.custom_instructions, report=report,
+                                           force=params.force),
         )
 
     return await core.jobs.run(opened.key, "compaction", "manual", work)
@@ -142,8 +146,7 @@ async def automatic(core: Core, opened: OpenSession, reason: Reason, report: Rep
                                                               will_retry=will_retry))
     ended = CompactionEnded(session_id=opened.key, reason=reason, will_retry=will_retry)
     try:
-        outcome = await compact_session(core, opened, reason=reason, will_retry=will_retry, instructions=None,
-                                        report=report)
+        outcome = await masked_or_compacted(core, opened, reason, report)
     except BaseException as exc:
         prefix = "Context overflow recovery failed" if will_retry else "Auto-compaction failed"
         detail = "cancelled" if isinstance(exc, asyncio.CancelledError) else _message(exc)
@@ -153,13 +156,34 @@ async def automatic(core: Core, opened: OpenSession, reason: Reason, report: Rep
     return outcome
 
 
+async def masked_or_compacted(core: Core, opened: OpenSession, reason: Reason, report: Report) -> CompactResult:
+    """The masking tier first (``compaction.masking``), then a summary unless masking was enough."""
+    try:
+        masked = masking.mask_first(core, opened)
+    except PiError as exc:
+        core.notify(methods.COMPACTION_FAILED, failure(opened.key, reason, exc))
+        raise
+    if masked is not None and masked.enough:
+        report(f"Masked {len(masked.edits)} old tool results; no summary needed", 100)
+        return CompactResult(entry=masked.edits[-1], tokens_before=masked.tokens_before,
+                             tokens_after=masked.tokens_after, estimated_tokens_after=masked.tokens_after,
+                             outcome="maskedOnly", masked=masked.edits)
+    result = await compact_session(core, opened, reason=reason, will_retry=reason == "overflow", instructions=None,
+                                   report=report)
+    if masked is None:
+        return result
+    return attrs.evolve(result, tokens_before=masked.tokens_before, masked=masked.edits)
+
+
 # ---------------------------------------------------------------- the flow
 async def compact_session(
-    core: Core, opened: OpenSession, *, reason: Reason, will_retry: bool, instructions: str | None, report: Report
+    core: Core, opened: OpenSession, *, reason: Reason, will_retry: bool, instructions: str | None, report: Report,
+    force: bool = False,
 ) -> CompactResult:
-    """``pipeline.compaction.compact`` with the hooks, then the notifications (``pi/compactionFailed``
-    when it wrote nothing)."""
+    """The ``liveWriter`` guard, ``pipeline.compaction.compact`` with the hooks, then the notifications
+    (``pi/compactionFailed`` when it wrote nothing)."""
     try:
+        check_live_writer(core, opened, force=force, action="compact")
         return await _compact_session(core, opened, reason=reason, will_retry=will_retry,
                                       instructions=instructions, report=report)
     except (Exception, asyncio.CancelledError) as exc:

@@ -13,6 +13,7 @@ threads, ``rpc/offload.py``), so a commit never changes a tree being read.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +38,14 @@ from pi_protocol.params import (
     GetTreeParams,
     InitializationOptions,
     ListSessionsParams,
+    MaskParams,
     NavigateTreeParams,
     OpenSessionParams,
     ReportOverflowParams,
     SessionParams,
     SetLabelParams,
+    UndoParams,
+    UnmaskParams,
     UpdateSettingsParams,
 )
 from pi_protocol.results import (
@@ -50,21 +54,25 @@ from pi_protocol.results import (
     EstimateTokensResult,
     IdResult,
     ListSessionsResult,
+    MaskResult,
     SessionChanged,
     SessionInfo,
     SessionSummary,
     SettingsResult,
     StatsResult,
     TreeResult,
+    UndoResult,
 )
 from pi_sessiond.errors import InvalidParams
-from pi_sessiond.service import appending, compaction, stats, tree, views
+from pi_sessiond.service import appending, compaction, masking, stats, tree, undo, views
 from pi_sessiond.service.core import Core, SummarizerFactory, apply_durability, project_cwd
+from pi_sessiond.service.idlelocks import IdleLocks
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.registry import OpenSession, Registry
 from pi_sessiond.service.settings_store import SettingsStore
 from pi_sessiond.store.fork import fork_session
+from pi_sessiond.store.guard import ChangedUnderneathError
 from pi_sessiond.summarizers.factory import make_summarizer
 
 JsonDict = dict[str, Any]
@@ -93,6 +101,7 @@ class Daemon:
             summarizer_factory=summarizer_factory,
             background_progress=progress,
         )
+        self._idle_locks = IdleLocks(self.core)
 
     # ------------------------------------------------------------ lifecycle
     def configure(self, options: InitializationOptions) -> None:
@@ -115,6 +124,7 @@ class Daemon:
 
     async def aclose(self) -> None:
         """Cancel every job (nothing half-written stays behind) and drop the sessions."""
+        self._idle_locks.cancel()
         await self.core.jobs.cancel_all()
         for opened in self.core.registry:
             self.core.registry.close(opened.key)
@@ -131,7 +141,11 @@ class Daemon:
         return session_id in self.core.registry
 
     def _get(self, session_id: str) -> OpenSession:
-        return self.core.registry.get(session_id)
+        """The open session, with the lines other programs appended folded in."""
+        self._idle_locks.arm()  # a request may write: the idle-lock sweep runs while a lock is held
+        opened = self.core.registry.get(session_id)
+        _refresh(opened)
+        return opened
 
     # -------------------------------------------------------------- sessions
     def create_session(self, params: CreateSessionParams) -> SessionInfo:
@@ -149,6 +163,7 @@ class Daemon:
             opened = self.core.registry.open_id(params.session_id)
         else:
             raise InvalidParams("path or sessionId: one of them is required")
+        _refresh(opened)  # already open: what other programs appended since
         return views.session_info(opened)
 
     async def close_session(self, params: SessionParams) -> None:
@@ -187,6 +202,18 @@ class Daemon:
         self.core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
                                                                  reason="label"))
         return IdResult(id=entry.id)
+
+    def mask(self, params: MaskParams) -> MaskResult:
+        """``pi/mask``: the masking tier on demand (``service.masking``)."""
+        return masking.mask(self.core, self._get(params.session_id), params)
+
+    def unmask(self, params: UnmaskParams) -> MaskResult:
+        """``pi/unmask``: restore masked tool results."""
+        return masking.unmask(self.core, self._get(params.session_id), params)
+
+    def undo(self, params: UndoParams) -> UndoResult:
+        """``pi/undo``: take back a compaction or branch summary that is still the leaf (``service.undo``)."""
+        return undo.undo(self.core, self._get(params.session_id), params)
 
     # ----------------------------------------------------------------- reads
     def get_context(self, params: GetContextParams) -> ContextResult:
@@ -273,6 +300,12 @@ class Daemon:
         opened = self._get(params.session_id) if params.session_id is not None else None
         self.core.settings.update(params.settings, opened.key if opened else None)
         return SettingsResult(settings=unstructure(self.core.settings_for(opened)))
+
+
+def _refresh(opened: OpenSession) -> None:
+    """Fold in what other programs appended; a replaced file is reported by the next write, not here."""
+    with contextlib.suppress(ChangedUnderneathError):
+        opened.session.refresh()
 
 
 def _summary(row: JsonDict) -> SessionSummary:

@@ -38,6 +38,7 @@ class OpenSession:
     session: Session
     turn_compacted: bool = False  # an automatic compaction ran in this turn (loop guard)
     overflow_attempted: bool = False  # Pi's "overflow recovery already attempted" flag
+    auto_compaction_floor: int | None = None  # after pi/undo: no auto-compaction below this many tokens
 
 
 class Registry:

@@ -36,14 +36,31 @@ JsonDict = dict[str, Any]
 
 
 def usage_is_fresh(session: Session, leaf_id: str | None = None) -> bool | None:
-    """``True``: newest valid usage is after the newest compaction; ``False``: a compaction
-    comes first; ``None``: neither is on the path."""
-    for entry in session.tree.iter_up(leaf_id if leaf_id is not None else session.leaf_id):
+    """``True``: an assistant answer with valid usage that the context still shows comes after the
+    newest compaction (or there is none); ``False``: a compaction and no such answer after it;
+    ``None``: neither is on the path.
+
+    Pi 1.6.0 (``getContextUsage``) looks for that answer in the projection, so an answer a later
+    ``context_edit`` omitted does not count; the projection is built only when the walk met an edit.
+    """
+    leaf = leaf_id if leaf_id is not None else session.leaf_id
+    answers: list[str] = []
+    edited = False
+    for entry in session.tree.iter_up(leaf):
         if entry.type == "compaction":
-            return False
+            break
+        edited = edited or entry.type == "context_edit"
         if entry.type == "message" and assistant_usage(entry.message) is not None:
-            return True
-    return None
+            if not edited:
+                return True
+            answers.append(entry.id)
+    else:
+        return True if answers else None
+    if not answers:
+        return False
+    shown = {p.entry.id for p in session.projection(leaf).entries
+             if any(assistant_usage(m) is not None for m in p.messages)}
+    return any(a in shown for a in answers)
 
 
 def estimate_messages(messages: Sequence[JsonDict], name: str) -> int:

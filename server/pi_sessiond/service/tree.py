@@ -12,6 +12,8 @@ Contracts (reference §8.4, PROTOCOL.md):
   any model call).
 - The abandoned branch is collected once (``plan_navigation``): what
   ``pi/beforeTree`` is shown is what a generated summary summarizes.
+- A summary or a label is refused by the ``liveWriter`` guard (before the
+  hook is asked) when another program appended lately, unless ``force``.
 - The leaf is re-checked before writing: if it moved at all while the hook
   was asked or the summary was made, the navigation is a :class:`Conflict`
   and nothing changes (the branch summary describes the branch as it was;
@@ -32,6 +34,7 @@ from pi_sessiond.service import hooks
 from pi_sessiond.service.compaction import Report, with_progress
 from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.interface import ProgressFactory
+from pi_sessiond.service.livewriter import check_live_writer
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.service.views import require_entry
 
@@ -43,10 +46,13 @@ async def navigate(
 ) -> NavigateResult:
     """``pipeline.navigation.navigate_tree`` with the hooks, a job and a progress bar when summarizing."""
     session = opened.session
+    session.refresh()  # lines another program appended: the leaf follows those that continue it
     old_leaf = session.leaf_id
     if params.target_id == old_leaf:
         return NavigateResult(leaf_id=old_leaf)
     target = require_entry(session, params.target_id, "targetId")
+    if params.summarize or params.label:
+        check_live_writer(core, opened, force=params.force, action="navigate with a summary or label")
     settings = core.settings_for(opened)
     plan = plan_navigation(session, target.id)
     answer = await hooks.before_tree(core, opened, settings, params, plan)

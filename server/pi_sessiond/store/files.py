@@ -24,19 +24,29 @@ import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 from pi_sessiond.store import failpoints
 from pi_sessiond.store.errors import InterleavedWriteError, WriteFailedError
 
 
-def append_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
-    """Append ``data`` with a single write; create the file if needed; all or nothing (module docstring)."""
+def append_bytes(path: Path, data: bytes, *, fsync: bool = True, expect_size: int | None = None) -> int | None:
+    """Append ``data`` with a single write; create the file if needed; returns where our bytes start.
+
+    With ``expect_size``, nothing is written (``None`` is returned) unless the
+    file has exactly that size once it is open: another writer appended since
+    the caller last read it (O_APPEND still puts our bytes at the true end if
+    one appends between this check and the write; the returned start shows it).
+    All or nothing: a failed write is taken back or reported (module docstring).
+    """
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         raise WriteFailedError(path, exc) from exc
     try:
         start = os.fstat(fd).st_size
+        if expect_size is not None and start != expect_size:
+            return None
         written = 0
         try:
             start, written = _write_all(fd, data, start)
@@ -46,6 +56,7 @@ def append_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
             _take_back(fd, path, start, written, exc)
     finally:
         os.close(fd)
+    return start
 
 
 def _write_all(fd: int, data: bytes, start: int) -> tuple[int, int]:
@@ -76,7 +87,7 @@ class _Partial(OSError):
         self.start, self.written = start, written
 
 
-def _take_back(fd: int, path: Path, start: int, written: int, exc: OSError) -> None:
+def _take_back(fd: int, path: Path, start: int, written: int, exc: OSError) -> NoReturn:
     """Undo our ``written`` bytes at ``start`` if nobody appended after them; always raises."""
     if isinstance(exc, _Partial):
         start, written = exc.start, exc.written

@@ -16,7 +16,15 @@ Write rules (PROTOCOL.md "Session data", reference §1.8):
   :class:`TooLargeError`.
 - Other writers (``guard.py``): the first write takes the sidecar ``.lock``
   (another process writing the same file gets ``LockedError``); lines another
-  program appended meanwhile are folded in before ours, never overwritten.
+  program appended are folded in (:meth:`Session.refresh`, and before each of
+  our writes), never overwritten, read from the last offset we accounted for
+  (never from the size after our own write). A torn last line of another
+  writer is waited for (up to ``TORN_LINE_WAIT`` seconds) before we write,
+  never mended. When the folded-in entries continue our leaf's branch, the
+  leaf follows the file's last entry (Pi's rule on load); otherwise it stays.
+  A write finds the file at the size we accounted for or folds in and builds
+  its entries again (on the newest leaf); lines another writer slipped in
+  between that check and our write are folded in after ours.
 - An append changes memory only after its bytes are on disk: a failed write
   leaves the session and the file as they were and raises
   :class:`WriteFailedError` (``{path, cause}``); if another program appended
@@ -29,7 +37,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Container
+import time
+from collections.abc import Callable, Container, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +61,15 @@ from pi_sessiond.store.migrate import CURRENT_VERSION, header_version, migrate
 from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES, check_line_count, check_new_file, check_session_file
 from pi_sessiond.store.projection import Projection, project_path
 from pi_sessiond.store.reader import Warning, parse_session_bytes, read_session_file
-from pi_sessiond.store.tree import SessionTree
+from pi_sessiond.store.tree import SessionTree, timestamp_ms
 
 JsonDict = dict[str, Any]
 Completer = Callable[[JsonDict], JsonDict]
 """Finishes an entry whose id, parentId and timestamp were just assigned (see :meth:`Session.append`)."""
 _OWN_FIELDS_FIRST = frozenset({"custom", "custom_message"})
 _CONVERSATION_ROLES = frozenset({"user", "assistant"})  # a new file is created at the first of these
+TORN_LINE_WAIT = 2.0  # seconds a write waits for another writer to finish its last line
+WRITE_ATTEMPTS = 20  # times a write re-folds and rebuilds when another writer keeps appending
 
 
 class Session:
@@ -110,7 +121,8 @@ class Session:
         session._needs_newline = result.size > 0 and not result.ends_with_newline
         session._lines = result.line_count
         if session._guard is not None:
-            session._guard.seen()
+            newest = timestamp_ms(result.entries[-1].timestamp) if result.entries else float("nan")
+            session._guard.opened(int(newest * 1e6) if newest == newest else None)
         session.source_version = version
         return session
 
@@ -194,6 +206,33 @@ class Session:
         self.tree = tree
         self._live = LiveContext(tree)
 
+    @property
+    def last_foreign_append(self) -> float | None:
+        """When another program last appended to the file (epoch seconds), as far as we saw; ``None``: never."""
+        ns = self._guard.last_foreign_ns if self._guard is not None else None
+        return ns / 1e9 if ns is not None else None
+
+    def refresh(self) -> bool:
+        """Fold in the whole lines other programs appended (no lock needed); whether there were any.
+
+        Raises :class:`ChangedUnderneathError` when the file shrank or was replaced.
+        """
+        if self._guard is None or not self._on_disk:
+            return False
+        with self.lock:
+            before = len(self.tree)
+            self._fold_new()
+            return len(self.tree) != before
+
+    @property
+    def holds_lock(self) -> bool:
+        """Whether this session holds its file's write lock now."""
+        return self._guard is not None and self._guard.locked
+
+    def release_if_idle(self, idle_seconds: float) -> bool:
+        """Drop the write lock after ``idle_seconds`` without a write (retaken before the next write)."""
+        return self._guard.release_if_idle(idle_seconds) if self._guard is not None else False
+
     def write_now(self) -> None:
         """Create the file now if the entries warrant it (a user or assistant message)."""
         self._before_write()
@@ -207,12 +246,21 @@ class Session:
                 self.entry(entry_id)
             self.tree.leaf_id = entry_id
 
-    def append(self, new_entries: list[JsonDict], *, complete: Completer | None = None) -> list[Entry]:
+    def append(
+        self,
+        new_entries: list[JsonDict],
+        *,
+        complete: Completer | None = None,
+        verify: Callable[[], None] | None = None,
+    ) -> list[Entry]:
         """Append Pi entries (without id/parentId/timestamp) under the leaf, in order.
 
         ``complete(data)``, when given, gets each entry once its id, parentId
         and timestamp are assigned and returns the entry to write (fields that
         depend on them: a retain-none compaction's own id, its checkpoint's time).
+        ``verify()``, when given, runs after other writers' lines were folded
+        in (the leaf may have followed them) and before anything is built; it
+        raises to write nothing (a compaction's leaf re-check).
         """
         if self.read_only_reason:
             raise ReadOnlySessionError(self.read_only_reason)
@@ -220,20 +268,34 @@ class Session:
             if not isinstance(data.get("type"), str) or data.get("type") == "session":
                 raise InvalidEntryError("an entry needs a string 'type' other than 'session'")
         with self.lock:
-            return self._append(new_entries, complete)
+            return self._append(new_entries, complete, verify)
 
-    def _append(self, new_entries: list[JsonDict], complete: Completer | None) -> list[Entry]:
-        self._before_write()
+    def _append(
+        self, new_entries: list[JsonDict], complete: Completer | None, verify: Callable[[], None] | None
+    ) -> list[Entry]:
+        for _ in range(WRITE_ATTEMPTS):
+            self._before_write()
+            if verify is not None:
+                verify()
+            built = self._build_all(new_entries, complete)
+            gap = self._persist([dumps(entry.data) + b"\n" for entry in built], built)
+            if gap is not None:
+                break
+        else:
+            raise ChangedUnderneathError(f"{self.path} keeps growing under another writer; nothing written, try again")
+        for entry in built:
+            self.tree.add(entry)
+            self._live.on_append(entry)
+        self._fold_in(gap)
+        return built
+
+    def _build_all(self, new_entries: list[JsonDict], complete: Completer | None) -> list[Entry]:
         built: list[Entry] = []
         parent = self.tree.leaf_id
         for data in new_entries:
             entry = self._build(data, parent, _Taken(self.tree.by_id, built), complete)
             built.append(entry)
             parent = entry.id
-        self._persist([dumps(entry.data) + b"\n" for entry in built], built)
-        for entry in built:
-            self.tree.add(entry)
-            self._live.on_append(entry)
         return built
 
     def close(self) -> None:
@@ -284,10 +346,23 @@ class Session:
         if self._guard is None or self.path is None or not self._on_disk:
             return  # a session not yet on disk locks when its file is created
         self._lock()
-        self._fold_in(self._guard.appended_by_others())
+        deadline = time.monotonic() + TORN_LINE_WAIT
+        while self._fold_new():  # another writer is in the middle of a line: wait for its newline
+            if time.monotonic() > deadline:
+                raise ChangedUnderneathError(
+                    f"{self.path} ends in a line another program has not finished; nothing written, try again"
+                )
+            time.sleep(0.002)
+
+    def _fold_new(self) -> bool:
+        """Fold in the whole lines past our offset; whether a torn line follows them."""
+        assert self._guard is not None
+        tail, torn = self._guard.appended_by_others()
+        self._fold_in(tail)
+        return torn
 
     def _fold_in(self, tail: bytes) -> None:
-        """Add the entries another program appended (our leaf stays where it is)."""
+        """Add the whole lines another program appended; the leaf follows them if they continue it."""
         if not tail:
             return
         if self._needs_rewrite:
@@ -296,33 +371,40 @@ class Session:
         leaf = self.tree.leaf_id
         for entry in result.entries:
             self.tree.add(entry)
-        self.tree.leaf_id = leaf
+        if result.entries and _continues(self.tree, leaf, result.entries):
+            for entry in result.entries:
+                self._live.on_append(entry)
+        else:
+            self.tree.leaf_id = leaf
         self.warnings.extend(result.warnings)
         self._lines += tail.count(b"\n")
-        self._needs_newline = not tail.endswith(b"\n")
+        self._needs_newline = False
 
-    def _persist(self, lines: list[bytes], built: list[Entry]) -> None:
+    def _persist(self, lines: list[bytes], built: list[Entry]) -> bytes | None:
+        """Write; ``None`` if the file grew since we folded in (nothing written), else the bytes another
+        writer slipped in just before ours (usually ``b""``)."""
         if self.path is None:
-            return
+            return b""
         if not self._on_disk:
-            if not any(e.role in _CONVERSATION_ROLES for e in (*self.entries, *built)):
-                return
-            self._write_everything(built)
-            return
+            if any(e.role in _CONVERSATION_ROLES for e in (*self.entries, *built)):
+                self._write_everything(built)
+            return b""
         if self._needs_rewrite:
             self._write_everything(built)
-            return
-        prefix = b"\n" if self._needs_newline else b""
+            return b""
+        data = (b"\n" if self._needs_newline else b"") + b"".join(lines)
+        expect = self._guard.offset if self._guard is not None else None
         try:
-            append_bytes(self.path, prefix + b"".join(lines), fsync=self.fsync)
+            start = append_bytes(self.path, data, fsync=self.fsync, expect_size=expect)
         except InterleavedWriteError:
             if self._guard is not None:  # their lines (and our torn one, skipped) join the tree now
-                self._fold_in(self._guard.appended_by_others())
+                self._fold_new()
             raise
+        if start is None:
+            return None
         self._needs_newline = False
         self._lines += len(lines)
-        if self._guard is not None:
-            self._guard.seen()
+        return self._guard.wrote(start, len(data)) if self._guard is not None else b""
 
     def _write_everything(self, extra: list[Entry]) -> None:
         assert self.path is not None
@@ -341,7 +423,7 @@ class Session:
         self._needs_newline = False
         self._lines = data.count(b"\n")
         if self._guard is not None:
-            self._guard.seen()
+            self._guard.rewrote()
 
     def render(self, extra: list[Entry] | None = None) -> bytes:
         """The whole file as it should be on disk now (plus ``extra`` entries)."""
@@ -350,6 +432,19 @@ class Session:
             raw = entry.raw
             parts.append((raw if raw is not None else dumps(entry.data)) + b"\n")
         return b"".join(parts)
+
+
+def _continues(tree: SessionTree, leaf: str | None, added: Sequence[Entry]) -> bool:
+    """Whether the last of the just ``added`` entries descends from ``leaf`` (through added entries only)."""
+    if leaf is None:
+        return True
+    new = {e.id for e in added}
+    for entry in tree.iter_up(added[-1].id):
+        if entry.id == leaf:
+            return True
+        if entry.id not in new:
+            return False
+    return False
 
 
 class _Taken:

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tests.unit.store.helpers import assistant, user
 
 from pi_sessiond.compaction.fileops import FileOpsCollector
 from pi_sessiond.compaction.prepare import CompactionPreparation
@@ -96,6 +97,32 @@ async def test_leaf_moving_during_the_summary_is_a_conflict(fixture_copy: Path) 
     with pytest.raises(Conflict):
         await compact(session, _MovesTheLeaf(session, f"{500:08x}"))
     assert fixture_copy.read_bytes() == before
+
+
+class _PiAppends(OfflineSummarizer):
+    """The offline summarizer, but Pi appends two turns (parent = the file's last entry) while it runs."""
+
+    def __init__(self, path: Path, parent: str) -> None:
+        self.path, self.parent = path, parent
+
+    async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None) -> SummaryResult:
+        lines = [user("pi1", self.parent, "typed in Pi", 9), assistant("pi2", "pi1", "Pi answers", 10)]
+        with open(self.path, "a") as fh:
+            fh.write("".join(json.dumps(row, separators=(",", ":")) + "\n" for row in lines))
+        return await super().summarize(request, progress=progress)
+
+
+async def test_a_compaction_is_written_on_the_leaf_another_program_moved_on(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    write(path, generate(seed=4, entries=150))
+    session = Session.open(path)
+    leaf = session.leaf_id
+    assert leaf is not None
+    result = await compact(session, _PiAppends(path, leaf), settings=CompactionSettings(keep_recent_tokens=2000))
+    assert result.entry.parent_id == "pi2"  # on the newest leaf, not the one prepared
+    reloaded = Session.open(path)  # as Pi loads it: leaf = the last entry
+    assert reloaded.leaf_id == result.entry.id
+    assert {"pi1", "pi2"} <= {p.entry.id for p in reloaded.projection().entries}  # Pi's turns in the context
 
 
 class _Cancelled(OfflineSummarizer):

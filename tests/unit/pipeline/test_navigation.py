@@ -408,3 +408,24 @@ async def test_failed_write_leaves_the_leaf_untouched(tmp_path: Path) -> None:
     with pytest.raises(ReadOnlySessionError):
         await navigate_tree(session, "a1", label="x")
     assert session.leaf_id == "a2"
+
+
+class PiAppendsMeanwhile(OfflineSummarizer):
+    """The offline summarizer, but Pi appends a turn to the file (on the old leaf) while it runs."""
+
+    def __init__(self, path: Path, parent: str) -> None:
+        self.path, self.parent = path, parent
+
+    async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None) -> SummaryResult:
+        with open(self.path, "a") as fh:
+            fh.write(json.dumps(user("pi1", self.parent, "typed in Pi", 9), separators=(",", ":")) + "\n")
+        return await super().summarize(request, progress=progress)
+
+
+async def test_another_program_continuing_the_old_leaf_during_the_summary_is_a_conflict(path: Path) -> None:
+    """The branch summary would leave Pi's new turn unsummarized on the abandoned branch."""
+    session = Session.open(path)
+    with pytest.raises(Conflict):
+        await navigate_tree(session, "u1", summarizer=PiAppendsMeanwhile(path, "a2"), summarize=True)
+    assert session.leaf_id == "pi1"  # the leaf followed Pi's turn
+    assert [json.loads(raw)["id"] for raw in path.read_text().splitlines()[1:]] == ["u1", "a1", "u2", "a2", "pi1"]

@@ -55,15 +55,25 @@ def test_lines_appended_by_another_program_are_folded_in_not_overwritten(tmp_pat
     path = session_file(tmp_path)
     ours = Session.open(path)
     theirs = json.dumps(user("c", "b", "typed in Pi", 5), separators=(",", ":")) + "\n"
-    with open(path, "a") as fh:  # Pi appends without any lock
+    with open(path, "a") as fh:  # Pi appends without any lock, on the branch of our leaf
         fh.write(theirs)
     [mine] = ours.append([NOTE])
     lines = path.read_text().splitlines()
     assert lines[3] == theirs.strip()  # kept, byte for byte
     assert json.loads(lines[4])["id"] == mine.id
-    assert mine.parent_id == "b"  # our leaf did not jump to their entry
-    assert ours.tree.get("c") is not None and "c" in ours.tree.children["b"]
+    assert mine.parent_id == "c"  # their entry continued our branch: the leaf followed it (Pi's rule on load)
     assert [e.id for e in Session.open(path).entries] == ["a", "b", "c", mine.id]
+
+
+def test_lines_another_program_appended_on_another_branch_leave_our_leaf(tmp_path: Path) -> None:
+    path = session_file(tmp_path)
+    ours = Session.open(path)
+    theirs = json.dumps(user("c", "a", "a side branch", 5), separators=(",", ":")) + "\n"
+    with open(path, "a") as fh:
+        fh.write(theirs)
+    [mine] = ours.append([NOTE])
+    assert mine.parent_id == "b"
+    assert ours.tree.get("c") is not None and "c" in ours.tree.children["a"]
 
 
 def test_a_file_replaced_or_shortened_underneath_is_not_written(tmp_path: Path) -> None:

@@ -1,0 +1,146 @@
+"""``pi/mask`` and ``pi/unmask``: the masking tier written as Pi 1.6.0 ``context_edit`` entries.
+
+What is masked and the placeholder text come from :mod:`pi_sessiond.compaction.masking`.
+All edits of one call are one append (one write: all or nothing). The
+estimates are Pi 1.6.0's projected ones: before, the leaf's
+``estimatedContextTokens``; after, the estimate of the projection with the
+edits applied (usage figures are not trusted after an edit, as in Pi).
+Masking changes the prompt prefix, so a provider's prompt cache misses once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from pi_protocol import methods
+from pi_protocol.params import MaskParams, UnmaskParams
+from pi_protocol.results import MaskResult, SessionChanged
+from pi_protocol.settings import Settings
+from pi_sessiond.compaction.masking import Masked, MaskRule, chosen, is_masked, select
+from pi_sessiond.compaction.tokens import pure_estimate
+from pi_sessiond.errors import InvalidParams
+from pi_sessiond.estimators import get_estimator
+from pi_sessiond.service import views
+from pi_sessiond.service.core import Core, apply_durability
+from pi_sessiond.service.models import context_window
+from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.service.stats import projected_context_tokens
+from pi_sessiond.store.session import Session
+
+JsonDict = dict[str, Any]
+
+
+def rule_of(settings: Settings) -> MaskRule:
+    """``compaction.masking`` as the pure selection takes it."""
+    masking = settings.compaction.masking
+    return MaskRule(tools=frozenset(masking.tools), min_tokens=masking.min_tokens,
+                    older_than_tokens=masking.older_than_tokens)
+
+
+def masking_edits(session: Session, settings: Settings, entry_ids: Sequence[str] | None = None) -> list[Masked]:
+    """What to mask at the leaf: the named tool results, or what ``compaction.masking`` picks."""
+    projection = session.projection()
+    estimate = get_estimator(settings.tokenizer, messages=projection.messages).estimate
+    if entry_ids is None:
+        return select(projection, rule_of(settings), estimate)
+    for entry_id in entry_ids:
+        views.require_entry(session, entry_id, "entryIds")
+    try:
+        return chosen(projection, entry_ids, estimate)
+    except KeyError as exc:
+        raise InvalidParams(f"entryIds: {exc.args[0]} is not an unmasked tool result in the context of the leaf",
+                            data={"entryId": exc.args[0]}) from None
+
+
+def edit_row(target_id: str, content: Any) -> JsonDict:
+    """A ``context_edit`` entry (ids and time are assigned by the append)."""
+    return {"type": "context_edit", "id": "", "parentId": None, "timestamp": "", "targetId": target_id,
+            "replacement": {"content": content}}
+
+
+def estimate_after(session: Session, settings: Settings, replaced: dict[str, Any]) -> int:
+    """The projected estimate of the leaf with the targets in ``replaced`` given that content."""
+    messages: list[JsonDict] = []
+    for projected in session.projection().entries:
+        content = replaced.get(projected.entry.id)
+        messages += ([{**m, "content": content} for m in projected.messages] if content is not None
+                     else projected.messages)
+    return pure_estimate(messages, get_estimator(settings.tokenizer, messages=messages).estimate)
+
+
+def write_edits(core: Core, opened: OpenSession, rows: list[JsonDict], reason: str) -> list[JsonDict]:
+    """Append ``rows`` as one write and announce the change; returns the written entries."""
+    if not rows:
+        return []
+    session = opened.session
+    apply_durability(session, core.settings_for(opened))
+    written = session.append(rows)
+    core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
+                                                        reason=reason))
+    return [dict(e.data) for e in written]
+
+
+@attrs.frozen
+class MaskedFirst:
+    """What the masking tier did before an automatic compaction; ``enough``: no summary needed."""
+
+    edits: list[JsonDict]
+    tokens_before: int
+    tokens_after: int
+    enough: bool
+
+
+def mask_first(core: Core, opened: OpenSession) -> MaskedFirst | None:
+    """Threshold and overflow compaction with ``compaction.masking.enabled``: mask first.
+
+    ``enough`` when the masked context is at most ``threshold - keepRecentTokens``
+    (threshold = window - ``reserveTokens``, Pi's trigger): then no model is called.
+    ``None`` when masking is off or finds nothing to mask.
+    """
+    session, settings = opened.session, core.settings_for(opened)
+    if not settings.compaction.masking.enabled:
+        return None
+    picked = masking_edits(session, settings)
+    if not picked:
+        return None
+    before = projected_context_tokens(session, settings.tokenizer)
+    rows = [edit_row(m.entry.id, [{"type": "text", "text": m.text}]) for m in picked]
+    edits = write_edits(core, opened, rows, "mask")
+    after = projected_context_tokens(session, settings.tokenizer)
+    compaction = core.compaction_settings(opened, settings)
+    window = context_window(settings, session.context().model)
+    enough = after <= window - compaction.reserve_tokens - compaction.keep_recent_tokens
+    return MaskedFirst(edits=edits, tokens_before=before, tokens_after=after, enough=enough)
+
+
+def mask(core: Core, opened: OpenSession, params: MaskParams) -> MaskResult:
+    """``pi/mask``: mask (or with ``dryRun`` only show) the chosen tool results."""
+    session, settings = opened.session, core.settings_for(opened)
+    picked = masking_edits(session, settings, params.entry_ids)
+    before = projected_context_tokens(session, settings.tokenizer)
+    blocks = {m.entry.id: [{"type": "text", "text": m.text}] for m in picked}
+    after = estimate_after(session, settings, blocks) if picked else before
+    rows = [edit_row(target, content) for target, content in blocks.items()]
+    edits = rows if params.dry_run else write_edits(core, opened, rows, "mask")
+    return MaskResult(edits=edits, tokens_before=before, tokens_after=after)
+
+
+def unmask(core: Core, opened: OpenSession, params: UnmaskParams) -> MaskResult:
+    """``pi/unmask``: restore masked tool results with edits carrying their original content."""
+    session, settings = opened.session, core.settings_for(opened)
+    shown = {p.entry.id: p for p in session.projection().entries}
+    originals: dict[str, Any] = {}
+    for entry_id in params.entry_ids:
+        entry = views.require_entry(session, entry_id, "entryIds")
+        projected = shown.get(entry_id)
+        if projected is None or entry.message is None or not any(is_masked(m) for m in projected.messages):
+            raise InvalidParams(f"entryIds: {entry_id} is not masked in the context of the leaf",
+                                data={"entryId": entry_id})
+        originals[entry_id] = entry.message.get("content")
+    before = projected_context_tokens(session, settings.tokenizer)
+    after = estimate_after(session, settings, originals)
+    rows = [edit_row(target, content) for target, content in originals.items()]
+    return MaskResult(edits=write_edits(core, opened, rows, "unmask"), tokens_before=before, tokens_after=after)
