@@ -128,7 +128,8 @@ def test_without_dry_run_compacts_with_the_offline_summarizer(
     before = path.read_bytes()
     assert main(["compact", str(path), "--keep-recent-tokens", "0", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert list(doc) == ["entry", "tokensBefore", "tokensAfter", "estimatedTokensAfter", "usage", "outcome"]
+    assert list(doc) == ["entry", "tokensBefore", "tokensAfter", "estimatedTokensAfter", "usage", "outcome",
+                         "masked"]
     assert doc["estimatedTokensAfter"] == doc["tokensAfter"] > 0 and doc["outcome"] == "compacted"
     assert doc["usage"] == doc["entry"]["usage"]
     assert doc["entry"]["type"] == "compaction" and "## Goal" in doc["entry"]["summary"]

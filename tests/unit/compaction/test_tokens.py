@@ -148,12 +148,14 @@ def test_should_compact_is_strict_and_honours_enabled() -> None:
 
 
 def test_default_settings_and_threshold() -> None:
-    assert unstructure(DEFAULT_COMPACTION_SETTINGS) == {
+    pi_part = {k: v for k, v in unstructure(DEFAULT_COMPACTION_SETTINGS).items() if k != "masking"}
+    assert pi_part == {
         "enabled": True,
         "reserveTokens": 16384,
         "keepRecentTokens": 20000,
         "modelOverrides": {},
     }
+    assert DEFAULT_COMPACTION_SETTINGS.masking.enabled is False  # ours, off by default
     assert should_compact(183_617, 200_000, DEFAULT_COMPACTION_SETTINGS)
     assert not should_compact(183_616, 200_000, DEFAULT_COMPACTION_SETTINGS)
 
