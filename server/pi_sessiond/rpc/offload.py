@@ -42,7 +42,9 @@ OFFLOADED: frozenset[str] = frozenset({
     methods.GET_STATS, methods.ESTIMATE_TOKENS, methods.FORK,
 })
 """Methods whose service call runs in a worker thread."""
-GATED: frozenset[str] = OFFLOADED | {methods.APPEND, methods.SET_LABEL, methods.CLOSE_SESSION}
+GATED: frozenset[str] = OFFLOADED | {
+    methods.APPEND, methods.SET_LABEL, methods.MASK, methods.UNMASK, methods.UNDO, methods.CLOSE_SESSION,
+}
 """Methods that wait for the other gated requests of their session."""
 
 
