@@ -62,7 +62,7 @@ REASONS: Final = MappingProxyType(
         ),
         "conflict": Reason(CONFLICT, "the leaf moved to another branch, or the file changed, while a summary ran"),
         "busy": Reason(BUSY, "a summarizer job already runs for this session, or a global limit is reached"),
-        "tooLarge": Reason(TOO_LARGE, "a message above daemon.maxMessageBytes"),
+        "tooLarge": Reason(TOO_LARGE, "a message above daemon.maxMessageBytes, a session file above maxSessionBytes"),
         "liveWriter": Reason(LIVE_WRITER, "the session is held by a live Pi, or another program appended to it lately"),
         "notASession": Reason(NOT_A_SESSION, "the file is not a Pi session; nothing is written"),
         "writeFailed": Reason(WRITE_FAILED, "the OS refused a write; data has path and cause (the errno name)"),

@@ -147,24 +147,24 @@ class HookSpec:
 
 _SESSION: Final = ("unknownSession",)
 _READ: Final = ("unknownSession", "unknownEntry")
-_WRITE: Final = ("unknownSession", "unknownEntry", "locked")
-_EDIT: Final = ("unknownSession", "unknownEntry", "locked", "invalidParams", "liveWriter")
+_WRITE: Final = ("unknownSession", "unknownEntry", "locked", "writeFailed")
+_EDIT: Final = ("unknownSession", "unknownEntry", "locked", "invalidParams", "liveWriter", "writeFailed")
 _SUMMARIZE: Final = ("unknownSession", "locked", "nothingToCompact", "summarizerFailed", "conflict", "busy",
-                     "liveWriter", "notShrinking", "summaryIncomplete")
+                     "liveWriter", "notShrinking", "summaryIncomplete", "writeFailed")
 
 METHODS: Final = (
     MethodSpec(CREATE_SESSION, CreateSessionParams, SessionInfo, "create_session",
                "A new session for `cwd`; its file is created with the first assistant message."),
     MethodSpec(OPEN_SESSION, OpenSessionParams, SessionInfo, "open_session",
                "Open a session file by `path` (the same file twice is the same session) or by `sessionId`.",
-               errors=("unknownSession", "locked")),
+               errors=("unknownSession", "locked", "notASession", "tooLarge")),
     MethodSpec(CLOSE_SESSION, SessionParams, None, "close_session",
                "Cancel the session's job, flush it and drop it from memory.", errors=_SESSION),
     MethodSpec(LIST_SESSIONS, ListSessionsParams, ListSessionsResult, "list_sessions",
                "The session files (of `cwd`, or all), newest first."),
     MethodSpec(APPEND, AppendParams, AppendResult, "append",
                "Append entries under the leaf (ids and timestamps assigned here); may start auto-compaction.",
-               errors=("unknownSession", "locked", "conflict", "tooLarge")),
+               errors=("unknownSession", "locked", "conflict", "tooLarge", "writeFailed")),
     MethodSpec(GET_CONTEXT, GetContextParams, ContextResult, "get_context",
                "The LLM context of the leaf (or `leafId`), exactly as Pi's `buildSessionContext`.", errors=_READ),
     MethodSpec(GET_TREE, GetTreeParams, TreeResult, "get_tree",
@@ -195,7 +195,7 @@ METHODS: Final = (
     MethodSpec(NAVIGATE_TREE, NavigateTreeParams, NavigateResult, "navigate_tree",
                "Move the leaf to `targetId` (Pi's `/tree`), optionally summarizing the branch left.",
                progress=True, errors=("unknownSession", "unknownEntry", "locked", "summarizerFailed", "conflict",
-                                      "busy", "liveWriter")),
+                                      "busy", "liveWriter", "writeFailed")),
     MethodSpec(REPORT_OVERFLOW, ReportOverflowParams, CompactResult, "report_overflow",
                "The client's provider rejected the context as too long: compact with reason `overflow`.",
                progress=True, errors=_SUMMARIZE),

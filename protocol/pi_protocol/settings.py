@@ -160,6 +160,7 @@ class DaemonSettings:
     max_batch_items: int = setting(1000, above=0)
     max_connections: int = setting(64, above=0)
     idle_connection_seconds: float = setting(600, above=0)
+    max_session_bytes: int = setting(4 * 1024**3, above=0)
 
 
 @attrs.frozen(kw_only=True)

@@ -108,9 +108,15 @@ class NotASession(PiError):
 
 
 class TooLarge(PiError):
-    """A message or entry above ``daemon.maxMessageBytes``."""
+    """A message or entry above ``daemon.maxMessageBytes``, or a session file above ``daemon.maxSessionBytes``."""
 
     reason = "tooLarge"
+
+
+class WriteFailed(PiError):
+    """The OS refused a write; ``data`` has ``path`` and ``cause`` (the errno name); the file is as it was."""
+
+    reason = "writeFailed"
 
 
 class SummaryIncomplete(PiError):

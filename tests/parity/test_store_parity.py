@@ -405,17 +405,28 @@ def test_fix_self_parented_entry_never_hangs_where_pi_loops(tmp_path: Path) -> N
             short.call("context", file=str(path), leafIds=[lines[5]["id"]])
 
 
-def test_cyclic_entries_never_hang_and_are_absent_from_the_tree(pi: PiOracle, tmp_path: Path) -> None:
-    """A parent cycle a->b->a: absent from both trees (parity); our path walk stops."""
+def test_fix_entries_on_a_parent_cycle_are_shown_where_pi_hides_them(pi16: PiOracle, tmp_path: Path) -> None:
+    """tree.py: a parent cycle a->b->a and everything under it (the leaf too) follow the rooted entries.
+
+    Pi 1.6.0's ``getTree`` starts only at roots, so the cycle, the 38 entries
+    under it and the leaf are missing from its tree; ours shows Pi's tree
+    unchanged, then the cycle from its member written first.
+    """
     lines = generate(seed=32, entries=50, shape="linear")
     a, b = lines[10], lines[11]
     a["parentId"] = b["id"]
     path = tmp_path / "cycle.jsonl"
     write(path, lines)
     ours = Session.open(path)
-    tree = pi.call("load", file=str(path))["tree"]
-    assert our_tree(ours) == tree
-    assert a["id"] not in {n["id"] for n in tree}
+    theirs = pi16.call("load", file=str(path))["tree"]
+    tree = our_tree(ours)
+    hidden = {line["id"] for line in lines[10:]}
+    assert hidden.isdisjoint(n["id"] for n in theirs) and ours.leaf_id in hidden
+    assert tree[: len(theirs)] == theirs  # what Pi shows, as Pi shows it
+    shown = tree[len(theirs):]
+    assert [n["id"] for n in shown] == [line["id"] for line in lines[10:]]
+    assert shown[0] == {**shown[0], "id": a["id"], "parentId": b["id"], "depth": 0}
+    assert [n["depth"] for n in shown] == list(range(len(shown)))
     assert [e.id for e in ours.path_to(a["id"])] == [b["id"], a["id"]]
 
 

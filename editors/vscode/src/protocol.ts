@@ -754,6 +754,7 @@ export interface DaemonSettings {
   maxBatchItems?: number;
   maxConnections?: number;
   idleConnectionSeconds?: number;
+  maxSessionBytes?: number;
 }
 
 export interface SecuritySettings {

@@ -12,7 +12,8 @@ exceptions with :func:`pi_sessiond.rpc.errors.to_rpc_error`. A row with
 :class:`~pi_sessiond.service.interface.ProgressFactory` as second argument and
 ends any bar left open. A service that is a coroutine function runs as the
 request's task (see :meth:`pi_sessiond.rpc.protocol.PiProtocol._execute_handler`);
-``CancelledError`` is re-raised, so the client gets ``-32800``.
+``CancelledError`` is re-raised, so the client gets ``-32800``. Heavy rows run
+in a worker thread, one request per session at a time (:mod:`pi_sessiond.rpc.offload`).
 :func:`register_method` does the same for one callable (the ``debug/*`` methods).
 """
 
@@ -26,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcException
 
 from pi_protocol import StructureError, structure, unstructure
-from pi_protocol.methods import METHODS, MethodSpec
+from pi_protocol.methods import METHODS, OPEN_SESSION, MethodSpec
 from pi_sessiond.rpc.errors import invalid_params, to_rpc_error
+from pi_sessiond.rpc.offload import GATED, OFFLOADED, Ready, SessionGates, gate_key, prefer_the_loop
 
 if TYPE_CHECKING:
     from pi_sessiond.rpc.glue import LspProgressFactory
@@ -47,9 +49,37 @@ def structure_params(params: Any, params_cls: type[Any] | None) -> Any:
 
 
 def register_table(server: PiServer, service: Callable[[], Any]) -> None:
-    """Register every ``pi/*`` method of the table; ``service()`` is the daemon that answers them."""
+    """Register every ``pi/*`` method of the table; ``service()`` is the daemon that answers them.
+
+    Rows in :data:`~pi_sessiond.rpc.offload.GATED` wait for their session's
+    gate, and those in :data:`~pi_sessiond.rpc.offload.OFFLOADED` run in a
+    worker thread (see :mod:`pi_sessiond.rpc.offload`).
+    """
+    gates = SessionGates()
+    prefer_the_loop()
+
+    def known(key: str) -> bool:
+        return bool(service().has_session(key))
+
     for spec in METHODS:
-        register_method(server, spec.name, spec.params, _bound(service, spec), progress=spec.progress)
+        register_method(server, spec.name, spec.params, _ordered(spec, _bound(service, spec), gates, known),
+                        progress=spec.progress)
+
+
+def _ordered(spec: MethodSpec, fn: Service, gates: SessionGates, known: Callable[[str], bool]) -> Service:
+    """``fn`` behind its session's gate (``GATED``), in a thread (``OFFLOADED``), after the opens it needs."""
+    gated, thread, opens = spec.name in GATED, spec.name in OFFLOADED, spec.name == OPEN_SESSION
+
+    def call(*args: Any) -> Any:
+        key = gate_key(args[0])
+        if gated:
+            work = gates.after_opens(key, known, lambda: gates.run(key, lambda: fn(*args), thread=thread))
+        else:
+            work = gates.after_opens(key, known, lambda: fn(*args))
+        return gates.opening(work) if opens else work
+
+    call.__name__, call.__doc__ = fn.__name__, fn.__doc__
+    return call
 
 
 def _bound(service: Callable[[], Any], spec: MethodSpec) -> Service:
@@ -96,7 +126,7 @@ async def _finish(result: Awaitable[Any], name: str, factory: LspProgressFactory
         raise to_rpc_error(exc, name) from None
     finally:
         _close(factory)
-    return unstructure(value)
+    return value.value if isinstance(value, Ready) else unstructure(value)
 
 
 def _close(factory: LspProgressFactory | None) -> None:

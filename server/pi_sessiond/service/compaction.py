@@ -8,6 +8,8 @@ and sends the notifications. The pipeline's leaf re-check decides what
 appends during a summary may do (see its docstring). Before anything runs,
 the ``liveWriter`` guard (``service.livewriter``) refuses a compaction of a
 session another program appended to lately, unless ``force``.
+The file's writability is checked before the summarizer is asked (a
+``locked`` or ``writeFailed`` answer costs no model call).
 Anything that stops before the append leaves the session untouched, and every
 attempt that wrote nothing (manual, threshold or overflow: a failure, a
 refusal, a cancellation) is announced by one ``pi/compactionFailed``, as Pi
@@ -213,6 +215,7 @@ async def _compact_session(
         return await hooks.before_compact(core, opened, settings, prep, reason, will_retry, instructions)
 
     apply_durability(session, settings)
+    session.check_writable()  # locked / writeFailed now, before a (paid) summary is asked for
     summarizer = core.summarizer(settings)
     try:
         result = await compact(

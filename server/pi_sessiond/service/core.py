@@ -50,7 +50,7 @@ class Core:
         """The typed settings in force for ``opened`` (or the daemon's, for ``None``)."""
         if opened is None:
             return self.settings.settings()
-        return self.settings.settings(opened.key, opened.session.cwd)
+        return self.settings.settings(opened.key, project_cwd(opened.session))
 
     def summarizer(self, settings: Settings) -> Summarizer:
         """A summarizer built from ``summarizer.*`` (close it with ``aclose``)."""
@@ -80,6 +80,17 @@ class Core:
             self.events.notify(method, unstructure(payload))
         except Exception:
             log.exception("could not send %s", method)
+
+
+def project_cwd(session: Session) -> str | None:
+    """The session's ``cwd`` for its project settings; ``None`` when it names no folder (empty, a NUL byte).
+
+    A header's ``cwd`` is whatever the file says; one with a NUL byte cannot be
+    a path, so no project layer applies (the open warned about it) and every
+    method keeps working.
+    """
+    cwd = session.cwd
+    return cwd if cwd and "\0" not in cwd else None
 
 
 def apply_durability(session: Session, settings: Settings) -> None:

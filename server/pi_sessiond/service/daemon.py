@@ -7,6 +7,8 @@ returns the row's result object (or ``None``); failures are
 :class:`~pi_sessiond.errors.PiError` subclasses whose ``reason`` the
 JSON-RPC layer maps to a code. Methods that can run a
 summarizer are coroutines; the rest are synchronous and never wait for a job.
+The reads hold the session's ``lock`` (the rpc layer runs them in worker
+threads, ``rpc/offload.py``), so a commit never changes a tree being read.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ from pi_sessiond.service import (
     undo,
     views,
 )
-from pi_sessiond.service.core import Core, SummarizerFactory, apply_durability
+from pi_sessiond.service.core import Core, SummarizerFactory, apply_durability, project_cwd
 from pi_sessiond.service.idlelocks import IdleLocks
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
@@ -111,7 +113,7 @@ class Daemon:
         self.core = Core(
             events=events,
             hooks=hooks,
-            registry=Registry(sessions_dir),
+            registry=Registry(sessions_dir, lambda: settings.settings().daemon.max_session_bytes),
             settings=settings,
             jobs=JobManager(self._max_jobs),
             summarizer_factory=summarizer_factory,
@@ -157,6 +159,10 @@ class Daemon:
     def max_batch_items(self) -> int:
         """``daemon.maxBatchItems`` daemon-wide: the items one JSON-RPC batch may hold."""
         return self.core.settings.settings().daemon.max_batch_items
+
+    def has_session(self, session_id: str) -> bool:
+        """Whether ``session_id`` is open (the rpc layer's ordering asks; not a wire method)."""
+        return session_id in self.core.registry
 
     def _get(self, session_id: str) -> OpenSession:
         """The open session, with the lines other programs appended folded in."""
@@ -204,9 +210,10 @@ class Daemon:
     def fork(self, params: ForkParams) -> SessionInfo:
         """``pi/fork``: the path to ``entryId`` in a new file, opened."""
         source = self._get(params.session_id).session
-        views.require_entry(source, params.entry_id)
-        directory = source.path.parent if source.path is not None else self.core.registry.directory_for(source.cwd)
-        forked = fork_session(source, params.entry_id, directory)
+        with source.lock:
+            views.require_entry(source, params.entry_id)
+            directory = source.path.parent if source.path is not None else self.core.registry.directory_for(source.cwd)
+            forked = fork_session(source, params.entry_id, directory)
         return views.session_info(self.core.registry.add(forked))
 
     def set_label(self, params: SetLabelParams) -> IdResult:
@@ -238,31 +245,36 @@ class Daemon:
         """``pi/getContext``: Pi's ``buildSessionContext`` plus its size."""
         opened = self._get(params.session_id)
         session = opened.session
-        if params.leaf_id is not None:
-            views.require_entry(session, params.leaf_id, "leafId")
-        context = session.context() if params.leaf_id is None else session.context(params.leaf_id)
-        name = self.core.settings_for(opened).tokenizer
-        tokens = stats.leaf_context_tokens(session, context.messages, name, params.leaf_id)
+        with session.lock:
+            if params.leaf_id is not None:
+                views.require_entry(session, params.leaf_id, "leafId")
+            context = session.context() if params.leaf_id is None else session.context(params.leaf_id)
+            name = self.core.settings_for(opened).tokenizer
+            tokens = stats.leaf_context_tokens(session, context.messages, name, params.leaf_id)
         return ContextResult(messages=list(context.messages), thinking_level=context.thinking_level,
                              model=context.model, tokens=tokens)
 
     def get_tree(self, params: GetTreeParams) -> TreeResult:
         """``pi/getTree``: one page of the nodes, depth-first in Pi's order."""
-        return views.tree(self._get(params.session_id).session, params.root_id, params.offset, params.limit)
+        session = self._get(params.session_id).session
+        with session.lock:
+            return views.tree(session, params.root_id, params.offset, params.limit)
 
     def get_entries(self, params: GetEntriesParams) -> EntriesResult:
         """``pi/getEntries``: by ``ids``, after ``since`` in file order, or the path segment ``fromId`` .. ``toId``."""
         session = self._get(params.session_id).session
-        if params.ids is not None:
-            return EntriesResult(entries=views.entries_by_ids(session, params.ids))
-        if params.since is not None:
-            return EntriesResult(entries=views.entries_since(session, params.since))
-        return EntriesResult(entries=views.path_segment(session, params.from_id, params.to_id))
+        with session.lock:
+            if params.ids is not None:
+                return EntriesResult(entries=views.entries_by_ids(session, params.ids))
+            if params.since is not None:
+                return EntriesResult(entries=views.entries_since(session, params.since))
+            return EntriesResult(entries=views.path_segment(session, params.from_id, params.to_id))
 
     def get_stats(self, params: SessionParams) -> StatsResult:
         """``pi/getStats``."""
         opened = self._get(params.session_id)
-        return stats.session_stats(opened.session, self.core.settings_for(opened))
+        with opened.session.lock:
+            return stats.session_stats(opened.session, self.core.settings_for(opened))
 
     def estimate_tokens(self, params: EstimateTokensParams) -> EstimateTokensResult:
         """``pi/estimateTokens`` of a text (one user message) or of a leaf's context."""
@@ -275,10 +287,11 @@ class Daemon:
         if opened is None:
             raise InvalidParams("text or sessionId: one of them is required")
         session = opened.session
-        if params.leaf_id is not None:
-            views.require_entry(session, params.leaf_id, "leafId")
-        messages = (session.context() if params.leaf_id is None else session.context(params.leaf_id)).messages
-        tokens = stats.leaf_context_tokens(session, messages, name, params.leaf_id)
+        with session.lock:
+            if params.leaf_id is not None:
+                views.require_entry(session, params.leaf_id, "leafId")
+            messages = (session.context() if params.leaf_id is None else session.context(params.leaf_id)).messages
+            tokens = stats.leaf_context_tokens(session, messages, name, params.leaf_id)
         return EstimateTokensResult(tokens=tokens, estimator=stats.estimator_name(name, messages))
 
     # ----------------------------------------------------------- summarizers
@@ -310,7 +323,7 @@ class Daemon:
     def get_settings(self, params: GetSettingsParams) -> SettingsResult:
         """``pi/getSettings``: the merged settings (known keys), each leaf key's source, the files' issues."""
         opened = self._get(params.session_id) if params.session_id is not None else None
-        cwd = opened.session.cwd if opened is not None else None
+        cwd = project_cwd(opened.session) if opened is not None else None
         resolved = self.core.settings.resolved(opened.key if opened else None, cwd)
         return SettingsResult(settings=redact_settings(unstructure(resolved.settings)), sources=resolved.sources,
                               errors=list(resolved.errors))

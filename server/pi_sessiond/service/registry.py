@@ -4,7 +4,8 @@ Invariants:
 - A key is the header id, or, when another open session already uses that id,
   the id plus ``#2``, ``#3``… (the lowest free suffix).
 - One file is open at most once: opening the same resolved path again returns
-  the session already open under its key.
+  the session already open under its key, also when two opens run at once in
+  worker threads (the second waits for the first; ``rpc/offload.py``).
 - Closing drops the session from memory; the store writes every entry when it
   is appended, so there is nothing left to flush.
 """
@@ -13,17 +14,17 @@ from __future__ import annotations
 
 import os
 import re
-import stat
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from pi_sessiond.errors import InvalidParams, UnknownSession
-from pi_sessiond.store.errors import NotASessionError
 from pi_sessiond.store.layout import session_dir, sessions_root
 from pi_sessiond.store.listing import list_sessions
+from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES
 from pi_sessiond.store.session import Session
 
 JsonDict = dict[str, Any]
@@ -43,8 +44,12 @@ class OpenSession:
 class Registry:
     """Open sessions by key and by file."""
 
-    def __init__(self, sessions_dir: Path | None = None) -> None:
+    def __init__(self, sessions_dir: Path | None = None, max_bytes: Callable[[], int] | None = None) -> None:
+        """``max_bytes`` gives ``daemon.maxSessionBytes`` now (settings may change); default 4 GiB."""
         self.sessions_dir = sessions_dir
+        self._max_bytes = max_bytes or (lambda: DEFAULT_MAX_SESSION_BYTES)
+        self._lock = threading.Lock()  # keys and paths change atomically (opens run in worker threads)
+        self._opening: dict[Path, threading.Lock] = {}  # one per file ever opened (a few bytes each)
         self._by_key: dict[str, OpenSession] = {}
         self._by_path: dict[Path, str] = {}
 
@@ -53,6 +58,9 @@ class Registry:
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_key
 
     def get(self, key: str) -> OpenSession:
         """The open session ``key``; raises :class:`UnknownSession`."""
@@ -63,41 +71,44 @@ class Registry:
 
     def add(self, session: Session) -> OpenSession:
         """Register a session under a free key (header id, then ``#2``, ``#3``…)."""
-        key = base = session.id
-        n = 1
-        while key in self._by_key:
-            n += 1
-            key = f"{base}#{n}"
-        opened = OpenSession(key=key, session=session)
-        self._by_key[key] = opened
-        if session.path is not None:
-            self._by_path[_resolved(session.path)] = key
-        return opened
+        with self._lock:
+            key = base = session.id
+            n = 1
+            while key in self._by_key:
+                n += 1
+                key = f"{base}#{n}"
+            opened = OpenSession(key=key, session=session)
+            self._by_key[key] = opened
+            if session.path is not None:
+                self._by_path[_resolved(session.path)] = key
+            return opened
 
     def open_path(self, path: Path) -> OpenSession:
         """Open ``path`` (or return it if it is open); an unreadable file is :class:`InvalidParams`.
 
         A symlink is opened at its target, so writes (the atomic v3 rewrite
         included) go to the real file and the link stays a link. Only regular
-        files are opened (a FIFO or device would block or never end).
+        files within ``daemon.maxSessionBytes`` are opened (``store/pathcheck.py``:
+        a FIFO, device or directory is ``notASession``, never read).
         """
+        check_no_nul("path", str(path))
         resolved = _resolved(path)
-        key = self._by_path.get(resolved)
-        if key is not None and key in self._by_key:
-            return self._by_key[key]
-        try:
-            mode = resolved.stat().st_mode
-        except OSError as exc:
-            raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
-        try:
-            if stat.S_ISDIR(mode):
-                raise NotASessionError(path, f"Session file is not a valid pi session (a directory): {path}")
-            if not stat.S_ISREG(mode):
-                raise InvalidParams(f"path: {str(path)!r} is not a regular file")
-            session = Session.open(resolved)
-        except OSError as exc:
-            raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
-        return self.add(session)
+        with self._lock:
+            opening = self._opening.setdefault(resolved, threading.Lock())
+        with opening:  # a second open of the same file (another thread) waits, then finds it open
+            found = self._open_at(resolved)
+            if found is not None:
+                return found
+            try:
+                session = Session.open(resolved, max_bytes=self._max_bytes())
+            except OSError as exc:
+                raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
+            return self.add(session)
+
+    def _open_at(self, resolved: Path) -> OpenSession | None:
+        with self._lock:
+            key = self._by_path.get(resolved)
+            return self._by_key.get(key) if key is not None else None
 
     def open_id(self, session_id: str) -> OpenSession:
         """The open session ``session_id``, else the file of that id in the sessions directories."""
@@ -116,6 +127,7 @@ class Registry:
         """A new session; its file (in the sessions directory) appears with the first user or assistant message."""
         if session_id is not None:
             check_session_id(session_id)  # it becomes part of the file name
+        check_no_nul("cwd", cwd)
         directory = self.directory_for(cwd)
         session = Session.create(cwd, directory, session_id=session_id, parent_session=parent_session)
         return self.add(session)
@@ -124,9 +136,10 @@ class Registry:
         """Drop ``key`` from memory; raises :class:`UnknownSession`."""
         opened = self.get(key)
         opened.session.close()  # releases the write lock
-        del self._by_key[key]
-        if opened.session.path is not None:
-            self._by_path.pop(_resolved(opened.session.path), None)
+        with self._lock:
+            del self._by_key[key]
+            if opened.session.path is not None:
+                self._by_path.pop(_resolved(opened.session.path), None)
         return opened
 
     def directory_for(self, cwd: str) -> Path:
@@ -135,9 +148,11 @@ class Registry:
 
     def listing(self, cwd: str | None) -> list[JsonDict]:
         """Listing rows (store/listing) of ``cwd`` (or of every directory), newest first."""
+        if cwd is not None:
+            check_no_nul("cwd", cwd)
         rows: list[JsonDict] = []
         for directory in self._list_dirs(cwd):
-            rows.extend(list_sessions(directory))
+            rows.extend(list_sessions(directory, self._max_bytes()))
         if cwd is not None and self.sessions_dir is not None:
             rows = [r for r in rows if r.get("cwd") == cwd]
         rows.sort(key=lambda r: str(r.get("modified") or ""), reverse=True)
@@ -164,6 +179,12 @@ def check_session_id(session_id: str) -> None:
         raise InvalidParams(
             f"sessionId: {session_id!r} is not a valid session id (letters, digits, '.', '_', '-'; at most 128)"
         )
+
+
+def check_no_nul(field: str, value: str) -> None:
+    """A NUL byte cannot be in a path: :class:`InvalidParams` naming ``field``."""
+    if "\0" in value:
+        raise InvalidParams(f"{field}: a path cannot hold a NUL byte")
 
 
 def _resolved(path: Path) -> Path:

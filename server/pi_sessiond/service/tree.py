@@ -7,7 +7,9 @@ Contracts (reference §8.4, PROTOCOL.md):
   returned summary is used only if ``summarize`` was requested, and is stored
   verbatim with ``fromHook: true`` (no preamble, no file lists).
 - A generated branch summary runs as this session's job (``Busy`` beside
-  another), with a progress bar, and goes through ``pi/reviewSummary``.
+  another), with a progress bar, and goes through ``pi/reviewSummary``; the
+  file's writability is checked first (``locked`` / ``writeFailed`` before
+  any model call).
 - The abandoned branch is collected once (``plan_navigation``): what
   ``pi/beforeTree`` is shown is what a generated summary summarizes.
 - A summary or a label is refused by the ``liveWriter`` guard (before the
@@ -62,7 +64,7 @@ async def navigate(
     supplied = hooks.supplied_summary(answer)
     apply_durability(session, settings)
     if params.summarize and supplied is None and plan.collected(session).entries:
-
+        session.check_writable()  # before a (paid) summary is asked for
         async def work() -> Navigated:
             return await with_progress(progress, "Summarizing branch", params.work_done_token,
                                        lambda report: _navigate(core, opened, settings, params, plan, None, report))

@@ -6,7 +6,9 @@ store translates them.
 
 from __future__ import annotations
 
-from pi_sessiond.errors import InvalidParams, Locked, NotASession, UnknownEntry
+import errno
+
+from pi_sessiond.errors import Conflict, InvalidParams, Locked, NotASession, TooLarge, UnknownEntry, WriteFailed
 
 
 class UnknownEntryError(UnknownEntry, KeyError):
@@ -41,3 +43,47 @@ class NotASessionError(NotASession):
     def __init__(self, path: object, why: str | None = None) -> None:
         super().__init__(why or f"Session file is not a valid pi session: {path}", data={"path": str(path)})
         self.path = str(path)
+
+
+class TooLargeError(TooLarge):
+    """A session file above the limits (``daemon.maxSessionBytes``, the line limit): nothing is read.
+
+    ``data``: ``path``, ``size`` (what was found) and ``limit`` (which limit, in words).
+    """
+
+    def __init__(self, path: object, size: str, limit: str) -> None:
+        super().__init__(f"{path} is too large to open ({size}; {limit})",
+                         data={"path": str(path), "size": size, "limit": limit})
+
+
+class WriteFailedError(WriteFailed):
+    """The OS refused a write to ``path``: ``data`` is ``{path, cause}``, ``cause`` the errno name (``ENOSPC``…).
+
+    Raised only after the file was put back as it was (see ``store/files.py``).
+    """
+
+    def __init__(self, path: object, exc: OSError) -> None:
+        cause = errno_name(exc)
+        detail = exc.strerror or str(exc)
+        super().__init__(f"cannot write {path}: {detail} ({cause})", data={"path": str(path), "cause": cause})
+        self.path = str(path)
+        self.cause = cause
+
+
+def errno_name(exc: OSError) -> str:
+    """The symbolic errno of ``exc`` (``ENOSPC``, ``EACCES``…); ``EIO`` when it has none."""
+    return errno.errorcode.get(exc.errno or 0, "EIO")
+
+
+class InterleavedWriteError(Conflict):
+    """A write failed after part of it reached the file *and* another program appended meanwhile.
+
+    Our bytes cannot be taken back without cutting theirs, so the file is left
+    as it is (its lines are folded in; a torn line of ours is skipped like any
+    torn line) and the request answers ``conflict``. ``data``: ``path``, ``cause``.
+    """
+
+    def __init__(self, path: object, exc: OSError) -> None:
+        cause = errno_name(exc)
+        super().__init__(f"cannot write {path} ({cause}), and another program appended to it meanwhile; "
+                         "nothing of this request was kept", data={"path": str(path), "cause": cause})

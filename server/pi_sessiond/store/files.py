@@ -2,21 +2,32 @@
 
 - An append is one ``write`` of whole lines (never a partial line on purpose).
 - ``fsync`` after each append unless the caller chose otherwise.
+- A failed append is taken back: when the file's size is exactly where our
+  bytes started plus what we wrote, it is truncated to that start and
+  :class:`WriteFailedError` (``{path, cause}``) is raised; when another program
+  appended meanwhile, the file is left alone (cutting would cut their lines)
+  and :class:`InterleavedWriteError` (``conflict``) is raised.
 - A full rewrite goes to a temporary file in the same directory, is fsynced,
   then renamed over the original (and the directory fsynced), so a crash
   leaves either the old file or the new one, never a mix; a temp file left by
-  a crash is reused (and removed) by the next rewrite.
+  a crash is reused (and removed) by the next rewrite. A failed rewrite leaves
+  the original untouched and raises :class:`WriteFailedError`.
+- :func:`probe_writable` checks, without changing the file, that a write
+  could be made now (called before a summarizer is paid for).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 from pi_sessiond.store import failpoints
+from pi_sessiond.store.errors import InterleavedWriteError, WriteFailedError
 
 
 def append_bytes(path: Path, data: bytes, *, fsync: bool = True, expect_size: int | None = None) -> int | None:
@@ -26,31 +37,89 @@ def append_bytes(path: Path, data: bytes, *, fsync: bool = True, expect_size: in
     file has exactly that size once it is open: another writer appended since
     the caller last read it (O_APPEND still puts our bytes at the true end if
     one appends between this check and the write; the returned start shows it).
+    All or nothing: a failed write is taken back or reported (module docstring).
     """
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        if expect_size is not None and os.fstat(fd).st_size != expect_size:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise WriteFailedError(path, exc) from exc
+    try:
+        start = os.fstat(fd).st_size
+        if expect_size is not None and start != expect_size:
             return None
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        end = os.lseek(fd, 0, os.SEEK_CUR)
-        if fsync:
-            os.fsync(fd)
+        written = 0
+        try:
+            start, written = _write_all(fd, data, start)
+            if fsync:
+                os.fsync(fd)
+        except OSError as exc:
+            _take_back(fd, path, start, written, exc)
     finally:
         os.close(fd)
-    return end - len(data)
+    return start
+
+
+def _write_all(fd: int, data: bytes, start: int) -> tuple[int, int]:
+    """Write ``data`` at the end; returns (where our bytes start, bytes written); raises ``OSError``."""
+    view = memoryview(data)
+    fault = failpoints.write_fault()
+    if fault is not None:  # a full disk as the OS shows it: part of the bytes, then the error
+        half = os.write(fd, view[: len(view) // 2])
+        raise _Partial(os.lseek(fd, 0, os.SEEK_CUR) - half, half, fault)
+    written = 0
+    while view:
+        try:
+            n = os.write(fd, view)
+        except OSError as exc:
+            raise _Partial(start, written, exc) from exc
+        if written == 0:
+            start = os.lseek(fd, 0, os.SEEK_CUR) - n  # O_APPEND: where our first byte landed
+        written += n
+        view = view[n:]
+    return start, written
+
+
+class _Partial(OSError):
+    """An ``OSError`` after ``written`` of our bytes landed at ``start``."""
+
+    def __init__(self, start: int, written: int, exc: OSError) -> None:
+        super().__init__(exc.errno, exc.strerror)
+        self.start, self.written = start, written
+
+
+def _take_back(fd: int, path: Path, start: int, written: int, exc: OSError) -> NoReturn:
+    """Undo our ``written`` bytes at ``start`` if nobody appended after them; always raises."""
+    if isinstance(exc, _Partial):
+        start, written = exc.start, exc.written
+    if written:
+        size = os.fstat(fd).st_size
+        if size != start + written:
+            raise InterleavedWriteError(path, exc) from exc
+        with contextlib.suppress(OSError):  # if even this fails, the torn line is folded in as a skipped line
+            os.ftruncate(fd, start)
+            os.fsync(fd)
+    raise WriteFailedError(path, exc) from exc
 
 
 def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
-    """Replace ``path`` with ``data`` atomically (temp file, fsync, rename)."""
+    """Replace ``path`` with ``data`` atomically (temp file, fsync, rename); :class:`WriteFailedError` on failure."""
+    try:
+        _atomic_write(path, data, fsync)
+    except OSError as exc:
+        raise WriteFailedError(path, exc) from exc
+
+
+def _atomic_write(path: Path, data: bytes, fsync: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # A fixed name: the caller holds the session's write lock, so one writer at a
     # time; a temp file left by a writer killed mid-rewrite is simply overwritten.
     tmp = temp_path(path)
     try:
         with open(tmp, "wb") as fh:
+            fault = failpoints.write_fault()
+            if fault is not None:
+                fh.write(data[: len(data) // 2])
+                raise fault
             fh.write(data)
             fh.flush()
             if fsync:
@@ -64,6 +133,41 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
             tmp.unlink()
     if fsync:
         _fsync_dir(path.parent)
+
+
+def probe_writable(path: Path, *, rewrite: bool) -> None:
+    """:class:`WriteFailedError` unless ``path`` could be appended to (``rewrite``: replaced) now.
+
+    Opens the file for appending without writing; for a rewrite, or a file not
+    yet created, also creates and removes the temporary file beside it (the
+    caller holds the write lock, so that name is ours). Root passes permission
+    checks, but not a read-only mount.
+    """
+    try:
+        fault = failpoints.write_fault()
+        if fault is not None:
+            raise fault
+        if path.exists():
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC))
+        if rewrite or not path.exists():
+            _probe_directory(path)
+    except OSError as exc:
+        raise WriteFailedError(path, exc) from exc
+
+
+def _probe_directory(path: Path) -> None:
+    existing = path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing != path.parent:  # not created yet: the nearest existing folder must take a new entry
+        if os.statvfs(existing).f_flag & os.ST_RDONLY:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(existing))
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES), str(existing))
+        return
+    tmp = temp_path(path)
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+    tmp.unlink()
 
 
 def temp_path(path: Path) -> Path:
@@ -93,11 +197,17 @@ def gc_paused() -> Iterator[None]:
 
     Loading allocates many objects and no cycles; the collector would only
     rescan the growing heap again and again (measured: ~2x slower loads).
+    On the way out everything alive is frozen (``gc.freeze``): otherwise the
+    first collection after the load walks every loaded object at once, a stall
+    of every thread (the event loop's included) of a tenth of a second per
+    million objects. Frozen objects are still freed by reference counting
+    (cyclic garbage alive at that moment is not collected any more; loading makes none).
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
         if was_enabled:
             gc.enable()

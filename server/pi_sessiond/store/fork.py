@@ -77,5 +77,9 @@ def fork_session(source: Session, leaf_id: str, directory: Path | None = None) -
         labels.append(Entry.from_data(data))
         parent = entry_id
     fork.replace_tree(SessionTree(kept + labels))
-    fork.write_now()
+    try:
+        fork.write_now()  # a refused write (writeFailed) leaves neither the file nor its lock file
+    except BaseException:
+        fork.discard()
+        raise
     return fork

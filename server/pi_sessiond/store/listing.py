@@ -5,7 +5,10 @@ For each ``*.jsonl`` file with a valid header: ``sessionId``, ``path``,
 (header timestamp), ``modified`` (latest user/assistant message time, else the
 header time, else the file's mtime), ``messageCount`` (message entries) and
 ``firstMessage`` (first user text, or ``(no messages)``); newest first.
-Unreadable or header-less files are skipped.
+Unreadable or header-less files are skipped, and so is everything
+``store/pathcheck.py`` refuses (FIFOs, devices, sockets, directories, symlinks
+to them, files above ``max_bytes`` or the line limit): nothing is read from
+those, so a FIFO cannot hang a listing nor a link to ``/dev/zero`` fill memory.
 """
 
 from __future__ import annotations
@@ -14,19 +17,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pi_sessiond.store.errors import NotASessionError, TooLargeError
+from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES, check_line_count, check_session_file
 from pi_sessiond.store.reader import read_session_file
 from pi_sessiond.store.tree import timestamp_ms
 
 JsonDict = dict[str, Any]
 
 
-def list_sessions(directory: Path) -> list[JsonDict]:
+def list_sessions(directory: Path, max_bytes: int = DEFAULT_MAX_SESSION_BYTES) -> list[JsonDict]:
     """Session summaries of ``directory``, newest ``modified`` first."""
     if not directory.is_dir():
         return []
     found = []
     for path in directory.glob("*.jsonl"):
-        info = session_info(path)
+        info = session_info(path, max_bytes)
         if info is not None:
             found.append(info)
     found.sort(key=lambda s: s["_modifiedMs"], reverse=True)
@@ -35,12 +40,13 @@ def list_sessions(directory: Path) -> list[JsonDict]:
     return found
 
 
-def session_info(path: Path) -> JsonDict | None:
-    """The listing row of one file, or ``None`` when it is not a session."""
+def session_info(path: Path, max_bytes: int = DEFAULT_MAX_SESSION_BYTES) -> JsonDict | None:
+    """The listing row of one file, or ``None`` when it is not a session (or is refused by the path check)."""
     try:
+        mtime = check_session_file(path, max_bytes).st_mtime * 1000.0
         result = read_session_file(path)
-        mtime = path.stat().st_mtime * 1000.0
-    except OSError:
+        check_line_count(path, result.line_count)
+    except (OSError, NotASessionError, TooLargeError):
         return None
     header = result.header
     if header is None:

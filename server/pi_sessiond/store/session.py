@@ -9,9 +9,11 @@ Write rules (PROTOCOL.md "Session data", reference §1.8):
 - A file whose last line is torn (no trailing newline) gets a newline in the
   same write as the next entry, never on open (Pi 1.6.0 appends it on open;
   deliberate fix, ``test_fix_no_write_on_open``); nothing is ever truncated.
-- A non-empty file without a session header (binary files included) or a
-  directory is refused with :class:`NotASessionError` and left untouched, as
-  Pi 1.6.0 refuses it.
+- A non-empty file without a session header (binary files included), a
+  directory, a FIFO, a socket or a device is refused with
+  :class:`NotASessionError` and left untouched (``store/pathcheck.py``, before
+  a byte is read); a file above ``max_bytes`` or the line limit is
+  :class:`TooLargeError`.
 - Other writers (``guard.py``): the first write takes the sidecar ``.lock``
   (another process writing the same file gets ``LockedError``); lines another
   program appended are folded in (:meth:`Session.refresh`, and before each of
@@ -24,11 +26,17 @@ Write rules (PROTOCOL.md "Session data", reference §1.8):
   its entries again (on the newest leaf); lines another writer slipped in
   between that check and our write are folded in after ours.
 - An append changes memory only after its bytes are on disk: a failed write
-  leaves the session as it was.
+  leaves the session and the file as they were and raises
+  :class:`WriteFailedError` (``{path, cause}``); if another program appended
+  during our failed write, their lines are folded in and the answer is
+  ``conflict`` (``store/files.py``). :meth:`Session.check_writable` tells,
+  without writing, whether a write could be made now.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections.abc import Callable, Container, Sequence
 from pathlib import Path
@@ -36,13 +44,21 @@ from typing import Any
 
 from pi_sessiond.store.context import UNSET, SessionContext, _Unset, build_session_context, resolve_leaf, walk_path
 from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.errors import InvalidEntryError, NotASessionError, ReadOnlySessionError, UnknownEntryError
-from pi_sessiond.store.files import append_bytes, atomic_write, gc_paused
+from pi_sessiond.store.errors import (
+    InterleavedWriteError,
+    InvalidEntryError,
+    NotASessionError,
+    ReadOnlySessionError,
+    UnknownEntryError,
+    WriteFailedError,
+)
+from pi_sessiond.store.files import append_bytes, atomic_write, gc_paused, probe_writable
 from pi_sessiond.store.guard import ChangedUnderneathError, FileGuard
 from pi_sessiond.store.jsontext import dumps
 from pi_sessiond.store.layout import new_entry_id, new_session_id, now_iso, session_file_name
 from pi_sessiond.store.livecontext import LiveContext
 from pi_sessiond.store.migrate import CURRENT_VERSION, header_version, migrate
+from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES, check_line_count, check_new_file, check_session_file
 from pi_sessiond.store.projection import Projection, project_path
 from pi_sessiond.store.reader import Warning, parse_session_bytes, read_session_file
 from pi_sessiond.store.tree import SessionTree, timestamp_ms
@@ -74,19 +90,23 @@ class Session:
         self._lines = 0
         self._kept: list[tuple[Entry | None, bytes]] = []  # too-deep lines, copied as they are on a rewrite
         self.source_version = CURRENT_VERSION  # the format version the file had on disk
+        self.lock = threading.RLock()
+        """Held by :meth:`append` and :meth:`set_leaf`, and by readers in worker threads (``rpc/offload.py``)."""
 
     # ----------------------------------------------------------------- create
     @classmethod
-    def open(cls, path: Path) -> Session:
+    def open(cls, path: Path, *, max_bytes: int = DEFAULT_MAX_SESSION_BYTES) -> Session:
         """Load ``path`` (migrating in memory); raises ``OSError`` if unreadable.
 
-        Raises :class:`NotASessionError` for a directory or a non-empty file
-        without a session header.
+        Raises :class:`NotASessionError` for anything but a regular file (a
+        directory, FIFO, device, socket; checked before reading) and for a
+        non-empty file without a session header; :class:`TooLargeError` above
+        ``max_bytes`` or the line limit (``store/pathcheck.py``).
         """
-        if path.is_dir():
-            raise NotASessionError(path, f"Session file is not a valid pi session (a directory): {path}")
+        check_session_file(path, max_bytes)
         with gc_paused():
             result = read_session_file(path)
+            check_line_count(path, result.line_count)
             if result.header is None and result.size > 0:
                 raise NotASessionError(path)
             missing_header = result.header is None
@@ -96,6 +116,8 @@ class Session:
             session = cls(header, SessionTree(result.entries), path)
         session.warnings = list(result.warnings)
         session._kept = result.kept
+        if "\0" in session.cwd:
+            session.warnings.append(Warning(result.header_line, "the header's cwd holds a NUL byte: no project layer"))
         session._on_disk = result.size > 0
         session._needs_rewrite = migrated
         session._needs_newline = result.size > 0 and not result.ends_with_newline
@@ -199,9 +221,10 @@ class Session:
         """
         if self._guard is None or not self._on_disk:
             return False
-        before = len(self.tree)
-        self._fold_new()
-        return len(self.tree) != before
+        with self.lock:
+            before = len(self.tree)
+            self._fold_new()
+            return len(self.tree) != before
 
     @property
     def holds_lock(self) -> bool:
@@ -220,9 +243,10 @@ class Session:
     # ----------------------------------------------------------------- write
     def set_leaf(self, entry_id: str | None) -> None:
         """Move the leaf (nothing is written: Pi never stores the leaf)."""
-        if entry_id is not None:
-            self.entry(entry_id)
-        self.tree.leaf_id = entry_id
+        with self.lock:
+            if entry_id is not None:
+                self.entry(entry_id)
+            self.tree.leaf_id = entry_id
 
     def append(
         self,
@@ -245,6 +269,12 @@ class Session:
         for data in new_entries:
             if not isinstance(data.get("type"), str) or data.get("type") == "session":
                 raise InvalidEntryError("an entry needs a string 'type' other than 'session'")
+        with self.lock:
+            return self._append(new_entries, complete, verify)
+
+    def _append(
+        self, new_entries: list[JsonDict], complete: Completer | None, verify: Callable[[], None] | None
+    ) -> list[Entry]:
         for _ in range(WRITE_ATTEMPTS):
             self._before_write()
             if verify is not None:
@@ -275,6 +305,13 @@ class Session:
         if self._guard is not None:
             self._guard.release()
 
+    def discard(self) -> None:
+        """Close a session whose file was never created, removing the lock file it made (a failed fork)."""
+        self.close()
+        if self.path is not None and not self._on_disk and not self.path.exists():
+            with contextlib.suppress(OSError):
+                self.path.with_name(self.path.name + ".lock").unlink()
+
     def _build(self, data: JsonDict, parent: str | None, taken: Container[str], complete: Completer | None) -> Entry:
         kind = str(data["type"])
         base = {"id": new_entry_id(taken), "parentId": parent, "timestamp": now_iso()}
@@ -282,10 +319,35 @@ class Session:
         full = {"type": kind, **rest, **base} if kind in _OWN_FIELDS_FIRST else {"type": kind, **base, **rest}
         return Entry.from_data(complete(full) if complete is not None else full)
 
+    def check_writable(self) -> None:
+        """Raise what a write now would raise, writing nothing (call before paying a summarizer).
+
+        :class:`ReadOnlySessionError` / ``LockedError`` (``locked``), or
+        :class:`WriteFailedError` when the OS would refuse the write (a
+        read-only mount, no permission, no such folder). A session already on
+        disk takes its write lock here, as its first write would.
+        """
+        if self.read_only_reason:
+            raise ReadOnlySessionError(self.read_only_reason)
+        if self.path is None:
+            return
+        if self._on_disk:
+            self._lock()
+        probe_writable(self.path, rewrite=self._needs_rewrite or not self._on_disk)
+
+    def _lock(self) -> None:
+        """Take the write lock; a lock file the OS refuses is :class:`WriteFailedError` of the session file."""
+        if self._guard is None or self.path is None:
+            return
+        try:
+            self._guard.lock()
+        except OSError as exc:
+            raise WriteFailedError(self.path, exc) from exc
+
     def _before_write(self) -> None:
         if self._guard is None or self.path is None or not self._on_disk:
             return  # a session not yet on disk locks when its file is created
-        self._guard.lock()
+        self._lock()
         deadline = time.monotonic() + TORN_LINE_WAIT
         while self._fold_new():  # another writer is in the middle of a line: wait for its newline
             if time.monotonic() > deadline:
@@ -334,7 +396,12 @@ class Session:
             return b""
         data = (b"\n" if self._needs_newline else b"") + b"".join(lines)
         expect = self._guard.offset if self._guard is not None else None
-        start = append_bytes(self.path, data, fsync=self.fsync, expect_size=expect)
+        try:
+            start = append_bytes(self.path, data, fsync=self.fsync, expect_size=expect)
+        except InterleavedWriteError:
+            if self._guard is not None:  # their lines (and our torn one, skipped) join the tree now
+                self._fold_new()
+            raise
         if start is None:
             return None
         self._needs_newline = False
@@ -344,8 +411,13 @@ class Session:
     def _write_everything(self, extra: list[Entry]) -> None:
         assert self.path is not None
         if self._guard is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._guard.lock()
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise WriteFailedError(self.path.parent, exc) from exc
+            self._lock()
+        if not self._on_disk:
+            check_new_file(self.path)  # a new session or a fork never replaces a FIFO, device or directory
         data = self.render(extra)
         atomic_write(self.path, data, fsync=self.fsync)
         self._on_disk = True

@@ -9,7 +9,9 @@ Pure and in memory. Invariants:
 - An entry is a root when its parent is null, itself, or missing (orphan).
 - Paths are walked iteratively and stop at a missing parent or at an entry
   already on the path, so a cycle or self-parented entry can never hang us
-  (Pi loops forever on a self-parented entry; deliberate fix).
+  (Pi loops forever on a self-parented entry; deliberate fix). ``walk`` shows
+  the entries on a parent cycle too (after the rooted ones), which Pi's tree
+  leaves out (deliberate fix).
 - Labels resolve file-wide, last write wins; an empty label clears.
 """
 
@@ -172,13 +174,41 @@ class SessionTree:
         return out
 
     def walk(self) -> Iterator[tuple[Entry, int]]:
-        """Every entry with its depth, depth-first, roots in file order."""
+        """Every entry with its depth, depth-first, roots in file order, then the entries on parent cycles.
+
+        Pi 1.6.0's ``getTree`` starts only from roots, so a cycle (``a`` under
+        ``b`` under ``a``) and everything under it is invisible, the leaf
+        included. Here each such group follows, in file order, shown from its
+        *cycle root*: the cycle's member written first (its ``parentId`` is the
+        link that closed the cycle, and stays as written). Deliberate fix
+        (``docs/deviations.md``).
+        """
+        seen: set[str] = set()
         for root in self.roots():
-            stack = [(root, 0)]
-            while stack:
-                node, depth = stack.pop()
-                yield node, depth
-                stack.extend((c, depth + 1) for c in reversed(self.sorted_children(node.id)))
+            yield from self._walk_from(root, seen, skip_seen=False)
+        if len(seen) >= len(self.by_id):
+            return
+        order = {e.id: i for i, e in enumerate(self.entries)}
+        for entry in self.entries:
+            if entry.id not in seen:
+                yield from self._walk_from(self._cycle_root(entry, order), seen, skip_seen=True)
+
+    def _walk_from(self, root: Entry, seen: set[str], *, skip_seen: bool) -> Iterator[tuple[Entry, int]]:
+        stack = [(root, 0)]
+        while stack:
+            node, depth = stack.pop()
+            if skip_seen and node.id in seen:
+                continue
+            seen.add(node.id)
+            yield node, depth
+            stack.extend((c, depth + 1) for c in reversed(self.sorted_children(node.id)))
+
+    def _cycle_root(self, entry: Entry, order: dict[str, int]) -> Entry:
+        """The member written first of the parent cycle above ``entry`` (an entry not under any root)."""
+        up = list(self.iter_up(entry.id))
+        closing = up[-1].parent_id  # iter_up stopped because this parent is already on the way up
+        start = next((i for i, e in enumerate(up) if e.id == closing), 0)
+        return min(up[start:], key=lambda e: order.get(e.id, 0))
 
 
 def _sort_key(iso: str) -> float:

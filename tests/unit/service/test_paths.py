@@ -34,7 +34,7 @@ def test_only_regular_files_are_opened(tmp_path: Path) -> None:
     daemon, _ = make_daemon(tmp_path)
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
-    with pytest.raises(InvalidParams, match="not a regular file"):  # and does not block on the FIFO
+    with pytest.raises(NotASession, match="a FIFO"):  # and does not block on the FIFO
         daemon.open_session(OpenSessionParams(path=str(fifo)))
     with pytest.raises(NotASession, match="a directory") as caught:  # PROTOCOL.md Additions: notASession
         daemon.open_session(OpenSessionParams(path=str(tmp_path)))
