@@ -39,7 +39,12 @@ class Tmux:
     def run(self, *args: str) -> str:
         done = subprocess.run(
             ["tmux", "-L", self.socket, "-f", "/dev/null", *args],
-            env=self.env, cwd=self.cwd, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+            env=self.env,
+            cwd=self.cwd,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
         )
         assert done.returncode == 0, f"tmux {args}: {done.stderr}"
         return done.stdout
@@ -120,10 +125,16 @@ def installed(tmp_path: Path, stalling_once: str, real_session: Path) -> tuple[d
     shutil.copyfile(real_session, session)
     env = {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "HOME": str(home), "TERM": "xterm-256color", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-        "XDG_DATA_HOME": str(data), "XDG_CONFIG_HOME": str(config),
-        "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_RUNTIME_DIR": str(tmp_path / "run"), "PI_CODING_AGENT_DIR": str(agent),
+        "HOME": str(home),
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "XDG_DATA_HOME": str(data),
+        "XDG_CONFIG_HOME": str(config),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+        "PI_CODING_AGENT_DIR": str(agent),
         "LOOPBACK_KEY": "loopback-test-key",
     }
     (tmp_path / "run").mkdir(mode=0o700)
