@@ -241,3 +241,35 @@ def _walk(bench: Workbench, session: Path) -> None:
     after = bench.status(r"^Pi ~\d+%")  # the estimate until real usage (issue 17, item 4)
     assert after != status
     bench.shot("compacted")
+    _navigate_and_summarize(bench)
+    _rendered_documents(bench)
+
+
+def _navigate_and_summarize(bench: Workbench) -> None:
+    """Navigate Tree to an early user message with a summary: the new leaf is revealed and selected."""
+    bench.run("Pi: Navigate Tree…")
+    bench.type_in_input("ok, create a branch refactor")
+    bench.pick("Write a summary of the branch left")
+    bench.notification(r"Pi: moved; a branch summary of the path you left was written")
+    selected = bench.page.locator('.pane-body [role="treeitem"][aria-selected="true"]')
+    selected.wait_for(state="visible", timeout=WAIT_MS)
+    assert "Branch summary" in selected.inner_text()
+    bench.shot("tree")
+
+
+def _webview_text(bench: Workbench, text: str) -> None:
+    """Wait for ``text`` inside the active webview (VS Code nests the content in a second frame)."""
+    frame = bench.page.frame_locator("iframe.webview.ready").last.frame_locator("iframe#active-frame")
+    frame.get_by_text(text).first.wait_for(state="visible", timeout=WAIT_MS)
+
+
+def _rendered_documents(bench: Workbench) -> None:
+    """Stats and the settings sources open as rendered Markdown (the preview), not as source."""
+    bench.run("Pi: Show Stats")
+    tab = bench.page.locator(".tabs-container .tab", has_text=re.compile(r"^Preview "))
+    tab.first.wait_for(state="visible", timeout=WAIT_MS)
+    _webview_text(bench, "Input tokens")
+    bench.shot("stats")
+    bench.run("Pi: Show Settings Sources")
+    _webview_text(bench, "Remote settings")
+    bench.shot("settings")

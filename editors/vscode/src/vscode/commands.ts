@@ -2,7 +2,7 @@
 import * as vscode from "vscode";
 import { type PiClient, progressReporter, type SummaryOptions } from "../core/client";
 import { describeError, isCancelled } from "../core/errors";
-import { NAVIGATE_CHOICES, type NavigateChoice, navigateOptions, sessionPicks } from "../core/picks";
+import { NAVIGATE_CHOICES, type NavigateChoice, navigatedMessage, navigateOptions, sessionPicks } from "../core/picks";
 import { formatTokens } from "../core/status";
 import type { Daemon } from "./daemon";
 import { PiDocuments, showDocument } from "./documents";
@@ -13,6 +13,8 @@ export class Commands {
     private readonly daemon: Daemon,
     private readonly session: CurrentSession,
     private readonly output: vscode.LogOutputChannel,
+    /** Reveals and selects an entry in the side bar's tree (expanding its branch). */
+    private readonly reveal: (entryId: string) => Promise<void> = async () => {},
   ) {}
 
   register(): vscode.Disposable[] {
@@ -38,6 +40,8 @@ export class Commands {
       "pi.showContext": () =>
         this.withSession((_pi, id) => showDocument(PiDocuments.uri("context", id, this.session.title))),
       "pi.showStats": () => this.withSession((_pi, id) => showDocument(PiDocuments.uri("stats", id, this.session.title))),
+      "pi.showSettingsSources": () =>
+        showDocument(PiDocuments.uri("sources", this.session.info?.sessionId ?? "", "Pi settings sources")),
       "pi.refreshTree": () => this.withSession((pi) => this.session.reload(pi)),
       "pi.restartDaemon": () => this.restart(),
       "pi.showLog": () => this.output.show(),
@@ -114,10 +118,18 @@ export class Commands {
     const result = await this.summarizing("Pi: summarizing the branch", (watch) =>
       pi.navigateTree(sessionId, targetId, options, options.summarize ? watch : {}),
     );
-    if (result?.editorText) {
-      await vscode.env.clipboard.writeText(result.editorText);
-      void vscode.window.showInformationMessage("Pi: moved. The selected message's text is on the clipboard.");
+    if (result === undefined) {
+      return;
     }
+    if (result.editorText) {
+      await vscode.env.clipboard.writeText(result.editorText);
+    }
+    if (!result.cancelled && typeof result.leafId === "string") {
+      // The tree keeps the collapsed state it had: reload, then reveal the new leaf explicitly.
+      await this.session.reload(pi);
+      await this.reveal(result.leafId);
+    }
+    void vscode.window.showInformationMessage(navigatedMessage(result));
   }
 
   private async setLabel(pi: PiClient, sessionId: string, entryId: string): Promise<void> {
