@@ -12,6 +12,8 @@ generous deadlines (never fixed sleeps). The last screen is saved as ``nvim-last
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -24,17 +26,19 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import REPO, require
+from tests.e2e.terminal_png import ansi_to_html, screenshot
 from tests.e2e.test_nvim_plugin import loopback_provider
 
 PLUGIN = REPO / "editors" / "nvim"
 WAIT_S = 60.0
+CHROMIUM = "/usr/bin/chromium"
 
 
 class Tmux:
     """One private tmux server (``-L``) running one window; the screen is read with capture-pane."""
 
-    def __init__(self, socket: str, env: dict[str, str], cwd: Path) -> None:
-        self.socket, self.env, self.cwd = socket, env, cwd
+    def __init__(self, socket: str, env: dict[str, str], cwd: Path, shots: Path) -> None:
+        self.socket, self.env, self.cwd, self.shots = socket, env, cwd, shots
 
     def run(self, *args: str) -> str:
         done = subprocess.run(
@@ -80,6 +84,14 @@ class Tmux:
 
     def wait_text(self, pattern: str, timeout: float = WAIT_S) -> str:
         return self.wait(lambda s: re.search(pattern, s), repr(pattern), timeout)
+
+    def shot(self, name: str) -> None:
+        """Save the screen as ``nvim-NAME.txt`` and ``.ansi``, and as ``.png`` where chromium and Playwright are."""
+        ansi = self.screen(ansi=True)
+        (self.shots / f"nvim-{name}.txt").write_text(self.screen())
+        (self.shots / f"nvim-{name}.ansi").write_text(ansi)
+        if Path(CHROMIUM).is_file() and importlib.util.find_spec("playwright") is not None:
+            screenshot(ansi, self.shots / f"nvim-{name}.png", CHROMIUM)
 
     def kill(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], env=self.env, capture_output=True, timeout=30)
@@ -145,15 +157,21 @@ def test_readme_install_walks_the_commands_in_a_terminal(
     installed: tuple[dict[str, str], Path], tmp_path: Path
 ) -> None:
     env, session = installed
-    tmux = Tmux(f"pi-sessiond-{os.getpid()}", env, session.parent)
+    tmux = Tmux(f"pi-sessiond-{os.getpid()}", env, session.parent, artifacts_dir(tmp_path))
     tmux.start("nvim", "-i", "NONE")
     try:
         _walk(tmux, session)
     finally:
-        out = artifacts_dir(tmp_path)
-        (out / "nvim-last.txt").write_text(tmux.screen())
-        (out / "nvim-last.ansi").write_text(tmux.screen(ansi=True))
+        with contextlib.suppress(Exception):
+            tmux.shot("last")
         tmux.kill()
+
+
+def test_terminal_colours_become_styled_html() -> None:
+    page = ansi_to_html("\x1b[1;38;5;196mred\x1b[0m plain \x1b[7mrev\x1b[m <&>")
+    assert '<span style="color:#ff0000;background:#1e1e1e;font-weight:bold">red</span>' in page
+    assert '<span style="color:#1e1e1e;background:#d4d4d4">rev</span>' in page
+    assert "&lt;&amp;&gt;" in page and "\x1b" not in page
 
 
 def _dismiss(tmux: Tmux) -> None:
@@ -187,6 +205,7 @@ def _walk(tmux: Tmux, session: Path) -> None:
     tmux.command("PiCompact")
     tmux.wait_text(r"compacted: \d+ → \d+ tokens")
     tmux.wait_text(r"π ~\d+%")  # the estimate after a compaction (issue 17, item 4)
+    tmux.shot("compacted")
     tmux.command("PiStats")
     tmux.wait_text(rf"compactions: {compactions + 1}, branch summaries: {summaries}\n")
     _dismiss(tmux)
@@ -202,6 +221,7 @@ def _walk(tmux: Tmux, session: Path) -> None:
     _dismiss(tmux)
     tmux.command("PiTree")
     tmux.wait_text(r"branch_summary|Branch summary")
+    tmux.shot("tree")
 
 
 def _navigate_with_summary(tmux: Tmux) -> None:
