@@ -101,9 +101,9 @@ def ansi_to_html(screen: str) -> str:
             out.append(f'<span style="{style.css()}">{html.escape(line[pos:])}</span>')
         out.append("\n")
     body = "".join(out)
-    font = "font-family:'DejaVu Sans Mono',monospace;font-size:13px;line-height:1.25"
+    font = "display:inline-block;font-family:'DejaVu Sans Mono',monospace;font-size:13px;line-height:1.25"
     page = f"margin:0;padding:8px;background:{BACKGROUND};color:{FOREGROUND}"
-    return f'<!doctype html><meta charset="utf-8"><body style="{page}"><pre style="margin:0;display:inline-block;{font}">{body}</pre>'
+    return f'<!doctype html><meta charset="utf-8"><body style="{page}"><pre style="margin:0;{font}">{body}</pre>'
 
 
 def screenshot(screen: str, png: Path, chromium: str) -> None:

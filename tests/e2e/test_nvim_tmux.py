@@ -211,7 +211,9 @@ def _walk(tmux: Tmux, session: Path) -> None:
     _dismiss(tmux)
 
     tmux.command("PiTree")
-    screen = tmux.wait_text(r"compaction")
+    # Turns fold under their user line, summed up; compactions show their size.
+    tmux.wait_text(r"▸ user \(→ \d+ steps? · \w+")
+    screen = tmux.wait_text(r"compaction \(\d+(\.\d)?k tokens\)")
     width = int(tmux.run("display", "-p", "-t", "pi", "#{pane_width}"))
     assert all(len(line) <= width for line in screen.splitlines())
     _navigate_with_summary(tmux)
