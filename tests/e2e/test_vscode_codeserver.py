@@ -168,6 +168,21 @@ class Workbench:
         box.fill(text)
         box.press("Enter")
 
+    def type_path(self, path: str) -> None:
+        """Answer the simple file dialog: wait until it shows its own folder, then type ``path``."""
+        box = self.page.locator(".quick-input-widget input")
+        self.page.wait_for_function(
+            "() => document.querySelector('.quick-input-widget input')?.value.startsWith('/')", timeout=WAIT_MS
+        )
+        box.fill(path)
+        # The dialog updates its own state asynchronously: accept once its list shows the file.
+        name = path.rsplit("/", 1)[-1]
+        self.page.locator(".quick-input-list .monaco-list-row", has_text=name).first.wait_for(timeout=WAIT_MS)
+        self.page.wait_for_function(
+            "(p) => document.querySelector('.quick-input-widget input')?.value === p", arg=path, timeout=WAIT_MS
+        )
+        box.press("Enter")
+
     def notification(self, pattern: str) -> Any:
         toast = self.page.locator(".notification-toast", has_text=re.compile(pattern)).first
         toast.wait_for(state="visible", timeout=WAIT_MS)
@@ -177,6 +192,16 @@ class Workbench:
         item = self.page.locator(".statusbar-item", has_text=re.compile(pattern)).first
         item.wait_for(state="visible", timeout=WAIT_MS)
         return str(item.inner_text())
+
+    def widen_side_bar(self, width: int) -> None:
+        """Drag the side bar's edge so the tree's rows are readable in the screenshots."""
+        box = self.page.locator(".part.sidebar").bounding_box()
+        assert box is not None
+        edge, middle = box["x"] + box["width"] + 1, box["y"] + box["height"] / 2
+        self.page.mouse.move(edge, middle)
+        self.page.mouse.down()
+        self.page.mouse.move(box["x"] + width, middle, steps=5)
+        self.page.mouse.up()
 
     def tree_rows(self) -> Any:
         return self.page.locator('.pane-body [role="treeitem"]')
@@ -220,10 +245,11 @@ def _goto(page: Any, url: str) -> None:
 def _walk(bench: Workbench, session: Path) -> None:
     bench.run("Pi: Open Session…")
     bench.pick("Open a session file…")
-    bench.type_in_input(str(session))
+    bench.type_path(str(session))
     status = bench.status(r"^Pi \d+%")
     bench.run("Pi Sessions: Focus on Session Tree View")
     bench.tree_rows().first.wait_for(state="visible", timeout=WAIT_MS)
+    bench.widen_side_bar(620)
     bench.shot("opened")
 
     before = session.read_bytes()
@@ -240,6 +266,9 @@ def _walk(bench: Workbench, session: Path) -> None:
     bench.notification(r"Pi: compacted \(")
     after = bench.status(r"^Pi ~\d+%")  # the estimate until real usage (issue 17, item 4)
     assert after != status
+    # A turn opens on click: the assistant's tool calls show with their targets.
+    bench.tree_rows().filter(has_text="ok, create a branch refactor").first.click()
+    bench.tree_rows().filter(has_text="⟨bash cd ").first.wait_for(state="visible", timeout=WAIT_MS)
     bench.shot("compacted")
     _navigate_and_summarize(bench)
     _rendered_documents(bench)
