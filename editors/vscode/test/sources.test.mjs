@@ -36,6 +36,15 @@ test("the document lists every row and the daemon's layers", () => {
   assert.doesNotMatch(core.sourcesMarkdown([], undefined), /daemon's effective/);
 });
 
+test("a remote window whose summarizer fell back to the default says so, once it is known", () => {
+  assert.match(core.remoteSummarizerWarning("ssh-remote", { defaultValue: "offline" }, { "compaction.reserveTokens": "default" }),
+    /offline summarizer: pi\.summarizer\.\* is unset for this remote window \(ssh-remote\).*Open Remote Settings/);
+  assert.equal(core.remoteSummarizerWarning(undefined, { defaultValue: "offline" }, {}), undefined);
+  assert.equal(core.remoteSummarizerWarning("wsl", { globalValue: "openai" }, {}), undefined);
+  assert.equal(core.remoteSummarizerWarning("wsl", {}, { "summarizer.provider": "global" }), undefined);
+  assert.equal(core.remoteSummarizerWarning("wsl", {}, { summarizer: "global" }), undefined);
+});
+
 test("the missing-daemon message points to Remote settings in a remote window", () => {
   assert.match(core.missingDaemonMessage(undefined, "code-server"), /in Remote settings \(this is a remote window: code-server\)/);
   assert.doesNotMatch(core.missingDaemonMessage(undefined), /Remote/);

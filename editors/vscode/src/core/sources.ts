@@ -119,13 +119,25 @@ function lookup(settings: Record<string, unknown>, dotted: string): unknown {
 }
 
 /**
- * The remote-window warning for the machine-scoped keys a user probably meant to set: in a
- * remote window, when none of `keys` has a value, say where to set them (`undefined`: nothing to say).
+ * Before a summary in a remote window: when `pi.summarizer.provider` has no value here and the
+ * daemon's provider is still its default (no `~/.pi/agent/settings.json` either), the offline
+ * summarizer runs although the person may have set one in user settings, which VS Code ignores in
+ * this window. Says so (`undefined`: nothing to say). `daemonSources` is `pi/getSettings` `sources`.
  */
-export function remoteWarning(remoteName: string | undefined, unset: string[]): string | undefined {
-  if (!remoteName || unset.length === 0) {
+export function remoteSummarizerWarning(
+  remoteName: string | undefined,
+  provider: Inspected | undefined,
+  daemonSources: Record<string, string> | null | undefined,
+): string | undefined {
+  if (!remoteName || provider?.globalValue !== undefined || provider?.workspaceValue !== undefined) {
     return undefined;
   }
-  const names = unset.map((key) => `pi.${key}`).join(", ");
-  return `Pi: ${names} not set for this remote window (${remoteName}); ${REMOTE_SETTINGS_HINT.replace(/\*\*/g, "")}.`;
+  const layer = daemonSources?.["summarizer.provider"] ?? daemonSources?.summarizer ?? "default";
+  if (layer !== "default") {
+    return undefined;
+  }
+  return (
+    `Pi: summarizing with the offline summarizer: pi.summarizer.* is unset for this remote window (${remoteName}); ` +
+    `${REMOTE_SETTINGS_HINT.replace(/\*\*/g, "")}.`
+  );
 }

@@ -3,12 +3,15 @@ import * as vscode from "vscode";
 import { type PiClient, progressReporter, type SummaryOptions } from "../core/client";
 import { describeError, isCancelled } from "../core/errors";
 import { NAVIGATE_CHOICES, type NavigateChoice, navigatedMessage, navigateOptions, sessionPicks } from "../core/picks";
+import { remoteSummarizerWarning } from "../core/sources";
 import { formatTokens } from "../core/status";
 import type { Daemon } from "./daemon";
 import { PiDocuments, showDocument } from "./documents";
 import type { CurrentSession } from "./session";
 
 export class Commands {
+  private warnedRemote = false;
+
   constructor(
     private readonly daemon: Daemon,
     private readonly session: CurrentSession,
@@ -89,6 +92,7 @@ export class Commands {
     if (instructions === undefined) {
       return;
     }
+    void this.warnRemoteSummarizer(pi, sessionId);
     const result = await this.summarizing("Pi: compacting", (options) => pi.compact(sessionId, instructions, options));
     if (result !== undefined) {
       const saved = `${formatTokens(result.tokensBefore)} → ${formatTokens(result.tokensAfter)} tokens`;
@@ -130,6 +134,26 @@ export class Commands {
       await this.reveal(result.leafId);
     }
     void vscode.window.showInformationMessage(navigatedMessage(result));
+  }
+
+  /** In a remote window whose pi.summarizer.* was dropped, says so once (see `remoteSummarizerWarning`). */
+  private async warnRemoteSummarizer(pi: PiClient, sessionId: string): Promise<void> {
+    if (this.warnedRemote || vscode.env.remoteName === undefined) {
+      return;
+    }
+    const provider = vscode.workspace.getConfiguration("pi").inspect("summarizer.provider");
+    const daemon = await pi.getSettings(sessionId).catch(() => undefined);
+    const message = remoteSummarizerWarning(vscode.env.remoteName, provider, daemon?.sources);
+    if (message === undefined) {
+      return;
+    }
+    this.warnedRemote = true;
+    const choice = await vscode.window.showWarningMessage(message, "Open Remote Settings", "Show Settings Sources");
+    if (choice === "Open Remote Settings") {
+      await vscode.commands.executeCommand("workbench.action.openRemoteSettings");
+    } else if (choice === "Show Settings Sources") {
+      await vscode.commands.executeCommand("pi.showSettingsSources");
+    }
   }
 
   private async setLabel(pi: PiClient, sessionId: string, entryId: string): Promise<void> {
