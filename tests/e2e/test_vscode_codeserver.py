@@ -168,20 +168,28 @@ class Workbench:
         box.fill(text)
         box.press("Enter")
 
-    def type_path(self, path: str) -> None:
-        """Answer the simple file dialog: wait until it shows its own folder, then type ``path``."""
+    def type_path(self, path: str, done: Any) -> None:
+        """Answer the simple file dialog with ``path`` until ``done`` (a locator) shows.
+
+        The dialog loads its folder asynchronously and may reset the input after it was typed
+        in; so: wait for its first listing (the file's parent folder as a row), type the path,
+        wait for the listing of the file, accept, and type again if the dialog is still open.
+        """
         box = self.page.locator(".quick-input-widget input")
-        self.page.wait_for_function(
-            "() => document.querySelector('.quick-input-widget input')?.value.startsWith('/')", timeout=WAIT_MS
-        )
-        box.fill(path)
-        # The dialog updates its own state asynchronously: accept once its list shows the file.
-        name = path.rsplit("/", 1)[-1]
-        self.page.locator(".quick-input-list .monaco-list-row", has_text=name).first.wait_for(timeout=WAIT_MS)
-        self.page.wait_for_function(
-            "(p) => document.querySelector('.quick-input-widget input')?.value === p", arg=path, timeout=WAIT_MS
-        )
-        box.press("Enter")
+        rows = self.page.locator(".quick-input-list .monaco-list-row")
+        parent, name = path.rsplit("/", 2)[-2:]
+        rows.filter(has_text=parent).first.wait_for(timeout=WAIT_MS)
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while time.monotonic() < deadline:
+            if box.is_visible():
+                box.fill(path)
+                rows.filter(has_text=name).first.wait_for(timeout=WAIT_MS)
+                if box.input_value() == path:
+                    box.press("Enter")
+            with contextlib.suppress(Exception):
+                done.wait_for(state="visible", timeout=5000)
+                return
+        pytest.fail(f"the file dialog did not accept {path}")
 
     def notification(self, pattern: str) -> Any:
         toast = self.page.locator(".notification-toast", has_text=re.compile(pattern)).first
@@ -245,7 +253,8 @@ def _goto(page: Any, url: str) -> None:
 def _walk(bench: Workbench, session: Path) -> None:
     bench.run("Pi: Open Session…")
     bench.pick("Open a session file…")
-    bench.type_path(str(session))
+    opened = bench.page.locator(".statusbar-item", has_text=re.compile(r"^Pi \d+%")).first
+    bench.type_path(str(session), opened)
     status = bench.status(r"^Pi \d+%")
     bench.run("Pi Sessions: Focus on Session Tree View")
     bench.tree_rows().first.wait_for(state="visible", timeout=WAIT_MS)
