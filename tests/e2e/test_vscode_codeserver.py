@@ -211,6 +211,22 @@ class Workbench:
         self.page.mouse.move(box["x"] + width, middle, steps=5)
         self.page.mouse.up()
 
+    def expand_row(self, text: str, child: str) -> None:
+        """Select the tree row showing ``text`` and expand it (→ only expands) until ``child`` shows.
+
+        Again while it does not: a refresh of the tree (the session reloads after a compaction)
+        can land between the click and the expansion.
+        """
+        target = self.tree_rows().filter(has_text=child).first
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while time.monotonic() < deadline:
+            self.tree_rows().filter(has_text=text).first.click()
+            self.page.keyboard.press("ArrowRight")
+            with contextlib.suppress(Exception):
+                target.wait_for(state="visible", timeout=5000)
+                return
+        pytest.fail(f"the tree row {text!r} did not open to show {child!r}")
+
     def tree_rows(self) -> Any:
         return self.page.locator('.pane-body [role="treeitem"]')
 
@@ -275,9 +291,8 @@ def _walk(bench: Workbench, session: Path) -> None:
     bench.notification(r"Pi: compacted \(")
     after = bench.status(r"^Pi ~\d+%")  # the estimate until real usage (issue 17, item 4)
     assert after != status
-    # A turn opens on click: the assistant's tool calls show with their targets.
-    bench.tree_rows().filter(has_text="ok, create a branch refactor").first.click()
-    bench.tree_rows().filter(has_text="⟨bash cd ").first.wait_for(state="visible", timeout=WAIT_MS)
+    # A turn opens: the assistant's tool calls show with their targets.
+    bench.expand_row("ok, create a branch refactor", "⟨bash cd ")
     bench.shot("compacted")
     _navigate_and_summarize(bench)
     _rendered_documents(bench)
