@@ -149,6 +149,8 @@ def installed(tmp_path: Path, stalling_once: str, real_session: Path) -> tuple[d
         "PI_CODING_AGENT_DIR": str(agent),
         "LOOPBACK_KEY": "loopback-test-key",
     }
+    if "PYTHONPATH" in os.environ:  # the daemon runs the same code as the test
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     (tmp_path / "run").mkdir(mode=0o700)
     return env, session
 

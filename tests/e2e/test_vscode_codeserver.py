@@ -127,7 +127,7 @@ def _environment(root: Path) -> dict[str, str]:
     home = root / "home"
     (home / ".pi" / "agent").mkdir(parents=True)
     (root / "run").mkdir(mode=0o700)
-    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TZ")}
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LANG", "TZ")}
     return {
         **keep,
         "HOME": str(home),
