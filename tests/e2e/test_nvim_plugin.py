@@ -35,10 +35,10 @@ def nvim() -> str:
 
 
 @contextlib.contextmanager
-def loopback_provider(mode: str) -> Iterator[str]:
-    """``python -m tests.loopback_provider --mode MODE``; it stops when its stdin closes."""
+def loopback_provider(mode: str, *extra: str) -> Iterator[str]:
+    """``python -m tests.loopback_provider --mode MODE [EXTRA...]``; it stops when its stdin closes."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.loopback_provider", "--port", "0", "--mode", mode],
+        [sys.executable, "-m", "tests.loopback_provider", "--port", "0", "--mode", mode, *extra],
         cwd=REPO,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

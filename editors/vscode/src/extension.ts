@@ -38,7 +38,11 @@ export function activate(context: vscode.ExtensionContext): void {
     status,
     view,
     vscode.workspace.registerTextDocumentContentProvider(SCHEME, new PiDocuments(() => daemon.ensure())),
-    ...new Commands(daemon, session, output).register(),
+    ...new Commands(daemon, session, output, async (id) => {
+      if (session.tree.node(id) !== undefined) {
+        await view.reveal(id, { select: true, focus: false, expand: true });
+      }
+    }).register(),
     vscode.workspace.onDidChangeConfiguration((event) => onConfigChange(event, daemon)),
   );
 }

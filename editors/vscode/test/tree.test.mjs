@@ -144,3 +144,75 @@ test("oneLine collapses whitespace and cuts with an ellipsis", () => {
   assert.equal(oneLine("a\n\n b\tc"), "a b c");
   assert.equal(oneLine("x".repeat(100), 10), `${"x".repeat(9)}…`);
 });
+
+/** u1 → a1 [read] → t1 → a2 → c (compaction) → u2 → a3 [bash] [edit] (leaf), plus a model change in turn 1. */
+function turnNodes() {
+  const spec = [
+    ["u1", null, "message", "user", "fix the bug"],
+    ["a1", "u1", "message", "assistant", "Let me look [read]"],
+    ["t1", "a1", "message", "toolResult", "file text"],
+    ["m1", "t1", "model_change", null, "gpt"],
+    ["a2", "m1", "message", "assistant", "Found it."],
+    ["c", "a2", "compaction", null, "## Goal"],
+    ["u2", "c", "message", "user", "now test it"],
+    ["a3", "u2", "message", "assistant", "[bash] [edit] [bash]"],
+  ];
+  return spec.map(([id, parentId, type, role, preview], i) => ({
+    id,
+    parentId,
+    type,
+    role,
+    preview,
+    childIds: spec[i + 1] ? [spec[i + 1][0]] : [],
+  }));
+}
+
+test("turns: each user message holds the assistant's work; compactions stay at the top", () => {
+  const details = new Map([
+    ["a1", core.entryDetail({ type: "message", message: { role: "assistant", content: [
+      { type: "text", text: "Let me look" },
+      { type: "toolCall", name: "read", arguments: { path: "/repo/src/agent.ts" } },
+    ] } })],
+    ["c", core.entryDetail({ type: "compaction", tokensBefore: 181234, summary: "## Goal" })],
+  ]);
+  const m = new TreeModel({ leafId: "a3", nodes: turnNodes() }, { groupTurns: true, details });
+  assert.deepEqual(m.children(), ["u1", "c", "u2"]);
+  assert.deepEqual(m.children("u1"), ["a1", "t1", "m1", "a2"]);
+  assert.deepEqual(m.children("u2"), ["a3"]);
+  assert.equal(m.displayParent("t1"), "u1");
+  assert.equal(m.displayParent("u2"), undefined);
+  assert.equal(m.isExpanded("u1"), false); // only the turn holding the leaf opens
+  assert.equal(m.isExpanded("u2"), true);
+  assert.equal(m.view("u1").description, "→ 4 steps · read");
+  assert.equal(m.view("u2").description, "→ 1 step · bash ×2, edit");
+  assert.equal(m.view("a1").label, "Let me look ⟨read agent.ts⟩");
+  assert.equal(m.view("c").label, "Compaction (181k tokens): ## Goal");
+  assert.equal(m.pickRows().length, 8);
+});
+
+test("turns keep the invariant on a tree with branches", () => {
+  const m = new TreeModel({ leafId: "e", nodes: nodes(), total: 8 }, { groupTurns: true });
+  const seen = [];
+  const walk = (id, parent) => {
+    for (const child of m.children(id)) {
+      seen.push(child);
+      assert.equal(m.displayParent(child), parent, `parent of ${child}`);
+      walk(child, child);
+    }
+  };
+  walk(undefined, undefined);
+  assert.deepEqual(seen.sort(), nodes().map((n) => n.id).sort());
+  assert.deepEqual(m.children(), ["root", "b", "c"]);
+  assert.deepEqual(m.children("root"), ["a"]);
+});
+
+test("entryDetail: tool targets are short; other entries add nothing", () => {
+  const call = (name, args) => ({ type: "toolCall", name, arguments: args });
+  const entry = { type: "message", message: { role: "assistant", content: [
+    call("bash", { command: "npm test\nmore" }), call("grep", { pattern: "TODO" }), call("think", {}),
+  ] } };
+  assert.deepEqual(core.entryDetail(entry), { tools: ["bash npm test", "grep TODO", "think"] });
+  assert.equal(core.entryDetail({ type: "message", message: { role: "user", content: "hi" } }), undefined);
+  assert.deepEqual(core.entryDetail({ type: "branch_summary", summary: "x".repeat(400) }), { tokens: 100 });
+  assert.equal(core.entryDetail(undefined), undefined);
+});

@@ -5,7 +5,7 @@ local render = require('pi_sessiond.render')
 
 local M = {}
 
-local trees = {} -- bufnr -> { session_id, ids, leaf_id }
+local trees = {} -- bufnr -> { session_id, ids, leaf_id, folds }
 local split_cmd = 'botright vsplit'
 
 --- Set the command that opens a view window (`setup({split = …})`).
@@ -75,16 +75,59 @@ local function window_width(buf)
   return math.max(20, width - 1) -- one column spare: nothing wraps at the edge
 end
 
+--- 'foldexpr' of a tree buffer: each turn (a user message and the assistant's work) is one fold.
+function M.foldexpr(lnum)
+  local info = trees[vim.api.nvim_get_current_buf()]
+  return info and info.folds and info.folds[lnum] or '0'
+end
+
+--- 'foldtext' of a tree buffer: the user line itself (it already sums the turn up), marked ▸.
+function M.foldtext()
+  local line = vim.fn.getline(vim.v.foldstart)
+  local indent = line:match('^%s*')
+  for _, mark in ipairs({ '●', '•', '·' }) do -- multibyte: not a Lua character class
+    if line:sub(#indent + 1, #indent + #mark) == mark then
+      return indent .. '▸' .. line:sub(#indent + #mark + 1)
+    end
+  end
+  return line
+end
+
+--- Turns folded, except the one holding the cursor (the leaf).
+local function fold_window(win)
+  local wo = vim.wo[win]
+  wo.foldmethod = 'expr'
+  wo.foldexpr = "v:lua.require'pi_sessiond.buffers'.foldexpr(v:lnum)"
+  wo.foldtext = "v:lua.require'pi_sessiond.buffers'.foldtext()"
+  wo.foldlevel = 0
+  wo.foldenable = true
+  wo.fillchars = 'fold: '
+  -- A closed turn reads like a tree line, not like Vim's grey fold bar (PiSessiondTreeFolded).
+  vim.cmd('highlight default link PiSessiondTreeFolded Identifier')
+  wo.winhighlight = 'Folded:PiSessiondTreeFolded'
+end
+
 local function fill_tree(buf, result)
   local width = window_width(buf)
-  local lines, ids = render.tree_lines(result.nodes or {}, result.leafId, width)
+  local lines, ids, folds = render.tree_lines(result.nodes or {}, result.leafId, width, result.tokens)
   if #lines == 0 then
     lines = { '(empty session)' }
   end
   local info = trees[buf]
-  info.ids, info.leaf_id = ids, result.leafId
+  info.ids, info.leaf_id, info.folds = ids, result.leafId, folds
   set_lines(buf, lines)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    vim.api.nvim_win_call(win, function()
+      vim.cmd('normal! zx')
+    end)
+  end
   return ids
+end
+
+local function open_fold_at_cursor(win)
+  vim.api.nvim_win_call(win, function()
+    vim.cmd('normal! zv')
+  end)
 end
 
 local function line_of(ids, id)
@@ -110,8 +153,10 @@ function M.show_tree(session_id, result)
     })
   end
   local win = show(buf) -- first, so the lines fit the window they are drawn in
+  fold_window(win)
   local ids = fill_tree(buf, result)
   vim.api.nvim_win_set_cursor(win, { line_of(ids, result.leafId) or 1, 0 })
+  open_fold_at_cursor(win)
   return buf
 end
 
@@ -140,6 +185,7 @@ function M.refresh(session_id)
         local ids = fill_tree(buf, result)
         for win, id in pairs(wins) do
           vim.api.nvim_win_set_cursor(win, { line_of(ids, id) or line_of(ids, result.leafId) or 1, 0 })
+          open_fold_at_cursor(win)
         end
       end, { session_id = session_id })
     end

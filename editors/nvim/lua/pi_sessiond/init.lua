@@ -190,12 +190,43 @@ local function on_session(method, params, opts, success)
 end
 
 --- `pi/getTree` of the current session (or `opts.session_id`).
+--- The result gains `tokens`: compaction id -> `tokensBefore`, branch summary id -> its
+--- estimated size (from `pi/getEntries`; absent when that fails).
 function M.get_tree(callback, opts)
   opts = opts or {}
+  local function with_tokens(err, result, session_id)
+    if err or not result then
+      return callback(err, result)
+    end
+    local ids = {}
+    for _, node in ipairs(result.nodes or {}) do
+      if node.type == 'compaction' or node.type == 'branch_summary' then
+        table.insert(ids, node.id)
+      end
+    end
+    if #ids == 0 or not session_id then
+      return callback(nil, result)
+    end
+    client.request(protocol.methods.GET_ENTRIES, { sessionId = session_id, ids = ids }, function(e, entries)
+      if not e and entries then
+        result.tokens = {}
+        for _, entry in ipairs(entries.entries or {}) do
+          if type(entry.tokensBefore) == 'number' then
+            result.tokens[entry.id] = entry.tokensBefore
+          elseif type(entry.summary) == 'string' then
+            result.tokens[entry.id] = math.ceil(#entry.summary / 4)
+          end
+        end
+      end
+      callback(nil, result)
+    end)
+  end
   if opts.session_id then
-    client.request(protocol.methods.GET_TREE, { sessionId = opts.session_id }, callback)
+    client.request(protocol.methods.GET_TREE, { sessionId = opts.session_id }, function(err, result)
+      with_tokens(err, result, opts.session_id)
+    end)
   else
-    on_session(protocol.methods.GET_TREE, {}, { callback = callback })
+    session_request(protocol.methods.GET_TREE, {}, with_tokens)
   end
 end
 

@@ -20,18 +20,72 @@ local function kind(node)
   return node.type
 end
 
-local function node_line(node, depth, leaf_id, width)
+local function is_user(node)
+  return node.type == 'message' and node.role == 'user'
+end
+
+local function is_summary(node)
+  return node.type == 'compaction' or node.type == 'branch_summary'
+end
+
+--- The tool names in an assistant preview (`[read]`, `[bash]`, as the daemon writes them).
+local function tool_names(node)
+  local names = {}
+  if node.type == 'message' and node.role == 'assistant' then
+    for name in tostring(node.preview or ''):gmatch('%[([%a_][%w_-]*)%]') do
+      table.insert(names, name)
+    end
+  end
+  return names
+end
+
+local function short_count(n)
+  if n >= 1000 then
+    local text = string.format(n < 10000 and '%.1fk' or '%.0fk', n / 1000)
+    return (text:gsub('%.0k$', 'k'))
+  end
+  return tostring(math.floor(n + 0.5))
+end
+
+--- `→ 12 steps · bash ×3, read` for a turn's members.
+local function turn_summary(members)
+  local counts, order = {}, {}
+  for _, node in ipairs(members) do
+    for _, name in ipairs(tool_names(node)) do
+      if not counts[name] then
+        table.insert(order, name)
+      end
+      counts[name] = (counts[name] or 0) + 1
+    end
+  end
+  local tools = {}
+  for _, name in ipairs(order) do
+    table.insert(tools, counts[name] > 1 and string.format('%s ×%d', name, counts[name]) or name)
+  end
+  local text = string.format('→ %d step%s', #members, #members == 1 and '' or 's')
+  return #tools > 0 and text .. ' · ' .. table.concat(tools, ', ') or text
+end
+
+local function node_line(node, depth, leaf_id, width, extra)
   local mark = node.id == leaf_id and LEAF or (node.onActivePath and ON_PATH or OFF_PATH)
   local label = ''
   if node.label and node.label ~= vim.NIL then
     label = string.format(' [%s]', node.label)
   end
   local text = string.format('%s%s %s%s', string.rep('  ', depth), mark, kind(node), label)
+  if extra and extra ~= '' then
+    -- The turn summary gets at most half the line; the preview keeps the rest.
+    local half = width and math.max(8, math.floor(width / 2)) or nil
+    text = string.format('%s (%s)', text, one_line(extra, half))
+  end
   -- The whole line fits `width` (the window's): the preview gets what the prefix leaves.
   local room = width and math.max(8, width - vim.fn.strdisplaywidth(text) - 2) or nil
   local preview = one_line(node.preview, room)
   if preview ~= '' then
     text = text .. ': ' .. preview
+  end
+  if width and vim.fn.strdisplaywidth(text) > width then
+    text = vim.fn.strcharpart(text, 0, math.max(1, width - 1)) .. '…'
   end
   return text
 end
@@ -46,10 +100,35 @@ local function children_of(node, by_id)
   return kids
 end
 
+--- For every user message that starts a turn: the nodes of its turn (the assistant's work up
+--- to the next user message, compaction, branch summary or branch point).
+local function turns_of(nodes, by_id)
+  local turns = {}
+  for _, node in ipairs(nodes) do
+    local kids = children_of(node, by_id)
+    if is_user(node) and #kids == 1 then
+      local members, next_node = {}, kids[1]
+      while next_node and not is_user(next_node) and not is_summary(next_node) do
+        table.insert(members, next_node)
+        local more = children_of(next_node, by_id)
+        next_node = #more == 1 and more[1] or nil
+      end
+      if #members > 0 then
+        turns[node.id] = members
+      end
+    end
+  end
+  return turns
+end
+
 --- Lines for a tree: a chain stays at one depth, each branch of a fork is
---- indented one step under it (Pi's `/tree` layout). Returns `lines, ids`
---- where `ids[i]` is the entry id on line `i`.
-function M.tree_lines(nodes, leaf_id, width)
+--- indented one step under it (Pi's `/tree` layout), and each user message
+--- holds its turn (the assistant's work, one step deeper, summed up on the
+--- user line). `tokens` (optional) maps compaction / branch-summary ids to
+--- their token counts. Returns `lines, ids, folds` where `ids[i]` is the
+--- entry id on line `i` and `folds[i]` is `'>1'` on a turn's user line, `1`
+--- inside a turn, `0` elsewhere (a 'foldexpr').
+function M.tree_lines(nodes, leaf_id, width, tokens)
   local by_id, roots = {}, {}
   for _, node in ipairs(nodes) do
     by_id[node.id] = node
@@ -60,7 +139,13 @@ function M.tree_lines(nodes, leaf_id, width)
       table.insert(roots, node)
     end
   end
-  local lines, ids = {}, {}
+  local turns, member_of = turns_of(nodes, by_id), {}
+  for user_id, members in pairs(turns) do
+    for _, member in ipairs(members) do
+      member_of[member.id] = user_id
+    end
+  end
+  local lines, ids, folds = {}, {}, {}
   local stack = {}
   local base = #roots > 1 and 1 or 0
   for i = #roots, 1, -1 do
@@ -68,15 +153,21 @@ function M.tree_lines(nodes, leaf_id, width)
   end
   while #stack > 0 do
     local node, depth = unpack(table.remove(stack))
-    table.insert(lines, node_line(node, depth, leaf_id, width))
+    local shown = member_of[node.id] and depth + 1 or depth
+    local extra = turns[node.id] and turn_summary(turns[node.id]) or nil
+    if tokens and tokens[node.id] then
+      extra = short_count(tokens[node.id]) .. ' tokens'
+    end
+    table.insert(lines, node_line(node, shown, leaf_id, width, extra))
     table.insert(ids, node.id)
+    table.insert(folds, turns[node.id] and '>1' or (member_of[node.id] and '1' or '0'))
     local kids = children_of(node, by_id)
-    local child_depth = #kids > 1 and depth + 1 or depth
+    local child_depth = #kids > 1 and shown + 1 or depth
     for i = #kids, 1, -1 do
       table.insert(stack, { kids[i], child_depth })
     end
   end
-  return lines, ids
+  return lines, ids, folds
 end
 
 local function block_text(block)

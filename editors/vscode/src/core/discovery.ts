@@ -47,12 +47,13 @@ export async function discoverDaemon(probes: DiscoveryProbes): Promise<DaemonCom
 }
 
 /** The message shown when no daemon was found. */
-export function missingDaemonMessage(interpreter: string | undefined): string {
+export function missingDaemonMessage(interpreter: string | undefined, remoteName?: string): string {
   const where = interpreter ? ` (the selected interpreter ${interpreter} does not have it either)` : "";
-  return (
-    `pi-sessiond was not found on PATH${where}. Install it with \`${INSTALL_HINT}\`, ` +
-    "or set `pi.daemon.python` / `pi.daemon.command`."
-  );
+  // In a remote window user-level values of these machine-scoped keys are ignored (greyed out).
+  const how = remoteName
+    ? `or set \`pi.daemon.python\` / \`pi.daemon.command\` in Remote settings (this is a remote window: ${remoteName})`
+    : "or set `pi.daemon.python` / `pi.daemon.command`";
+  return `pi-sessiond was not found on PATH${where}. Install it with \`${INSTALL_HINT}\`, ${how}.`;
 }
 
 /** Searches `PATH` like a shell (with `PATHEXT` on Windows); `isExecutable` is injected. */

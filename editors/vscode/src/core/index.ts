@@ -6,6 +6,7 @@ export * from "./picks";
 export * from "./render";
 export * from "./review";
 export * from "./settings";
+export * from "./sources";
 export * from "./status";
 export * from "./treeModel";
 export { ErrorCodes, HookNames, Methods } from "../protocol";

@@ -2,7 +2,7 @@
  * Quick-pick rows and choices: sessions of `pi/listSessions`, Pi's three
  * navigate choices, and what each choice sends.
  */
-import type { SessionSummary } from "../protocol";
+import type { NavigateResult, SessionSummary } from "../protocol";
 import type { NavigateOptions } from "./client";
 import { oneLine } from "./treeModel";
 
@@ -80,4 +80,20 @@ export function navigateOptions(choice: NavigateChoice, instructions?: string): 
   }
   const text = instructions?.trim();
   return text ? { summarize: true, customInstructions: text } : { summarize: true };
+}
+
+/** The message after a navigation: says when a branch summary was written and where the text went. */
+export function navigatedMessage(result: NavigateResult): string {
+  if (result.cancelled) {
+    return "Pi: navigation cancelled; nothing was written.";
+  }
+  const parts = ["Pi: moved"];
+  if (result.entry?.type === "branch_summary") {
+    parts.push(`; a branch summary of the path you left was written (${result.entry.id})`);
+  }
+  parts.push(".");
+  if (result.editorText) {
+    parts.push(" The selected message's text is on the clipboard.");
+  }
+  return parts.join("");
 }

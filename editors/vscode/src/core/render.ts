@@ -60,11 +60,20 @@ export function contextMarkdown(context: ContextResult, title: string): string {
   return `${lines.join("\n")}\n`;
 }
 
+/** The context size: exact, else the estimate as `~N` (Pi's contextTokens is null after a compaction). */
+function contextCell(stats: StatsResult): string {
+  if (stats.contextTokens != null) {
+    return `${stats.contextTokens.toLocaleString("en-US")} tokens`;
+  }
+  const estimate = stats.estimatedContextTokens;
+  return estimate == null ? "unknown" : `~${estimate.toLocaleString("en-US")} tokens (estimated until the next answer)`;
+}
+
 /** The stats as a markdown table. */
 export function statsMarkdown(stats: StatsResult, title: string): string {
   const tokens = stats.tokens ?? {};
   const rows: [string, string][] = [
-    ["Context", stats.contextTokens == null ? "unknown" : `${stats.contextTokens.toLocaleString("en-US")} tokens`],
+    ["Context", contextCell(stats)],
     ["Context window", `${(stats.contextWindow ?? 0).toLocaleString("en-US")} tokens`],
     ["Context used", stats.contextPercent == null ? "unknown" : `${Math.round(stats.contextPercent)}%`],
     ["Input tokens", (tokens.input ?? 0).toLocaleString("en-US")],

@@ -8,6 +8,13 @@
  * branch point each child is a *branch head*, and a head holds the rest of
  * its chain. Invariant: every node appears exactly once, and
  * `displayParent` is the inverse of `children`.
+ *
+ * With `groupTurns` (the side bar and the quick pick) a chain is read as turns: each user
+ * message holds the assistant's work that follows it (assistant messages, tool results, model
+ * and thinking changes) up to the next user message, compaction or branch summary, so the top
+ * level reads request → request; the user row's description sums the work up (steps, tool
+ * calls by name) and only the turn holding the leaf starts expanded. Compactions and branch
+ * summaries stay at the chain's level, with their token counts when `details` has them.
  */
 import type { TreeNode, TreeResult } from "../protocol";
 
@@ -22,6 +29,19 @@ export interface NodeView {
   contextValue: string;
   isLeaf: boolean;
   onActivePath: boolean;
+}
+
+/** What the entries themselves add to a node (from `pi/getEntries`); see `entryDetail`. */
+export interface EntryDetail {
+  /** Tool calls as `name target`, e.g. `read src/a.ts` (target: the path or command, when there is one). */
+  tools?: string[];
+  /** Compaction: `tokensBefore`; branch summary: the summary's estimated size. */
+  tokens?: number;
+}
+
+export interface TreeOptions {
+  groupTurns?: boolean;
+  details?: ReadonlyMap<string, EntryDetail>;
 }
 
 /** One row of the Navigate Tree quick pick. */
@@ -80,6 +100,65 @@ export function nodeIcon(node: TreeNode): string {
   return TYPE_ICONS[node.type ?? ""] ?? "circle-outline";
 }
 
+/** A user message, a compaction or a branch summary: where a new turn starts. */
+function startsTurn(node: TreeNode | undefined): boolean {
+  return (node?.type === "message" && node.role === "user") || (node !== undefined && isSummaryNode(node));
+}
+
+/** The tool names in a node's preview (`[read]`, `[bash]`, as the daemon writes them). */
+export function toolNames(node: TreeNode | undefined): string[] {
+  if (node?.type !== "message" || node.role !== "assistant") {
+    return [];
+  }
+  return [...(node.preview ?? "").matchAll(/\[([A-Za-z_][\w-]*)\]/g)].map((m) => m[1] ?? "");
+}
+
+function stripToolMarkers(text: string): string {
+  return text.replace(/\[[A-Za-z_][\w-]*\]/g, "").trim();
+}
+
+function formatCount(n: number): string {
+  return n >= 1000 ? `${Number((n / 1000).toFixed(n < 10_000 ? 1 : 0))}k` : String(Math.round(n));
+}
+
+/** Short target of a tool call: its path, file, pattern or command (first line), else "". */
+function toolTarget(args: Record<string, unknown>): string {
+  for (const key of ["path", "file_path", "filePath", "file", "pattern", "command"]) {
+    const value = args[key];
+    if (typeof value === "string" && value !== "") {
+      const first = value.split("\n")[0] ?? "";
+      const short = key.includes("path") || key === "file" ? (first.split("/").pop() ?? first) : first;
+      return oneLine(short, 40);
+    }
+  }
+  return "";
+}
+
+/** What an entry adds to its tree row: tool calls with targets, or a summary's token count. */
+export function entryDetail(entry: Record<string, unknown> | undefined): EntryDetail | undefined {
+  if (entry === undefined) {
+    return undefined;
+  }
+  if (entry.type === "compaction" && typeof entry.tokensBefore === "number") {
+    return { tokens: entry.tokensBefore };
+  }
+  if (entry.type === "branch_summary" && typeof entry.summary === "string") {
+    return { tokens: Math.ceil(entry.summary.length / 4) };
+  }
+  const message = entry.message as { role?: unknown; content?: unknown } | undefined;
+  if (entry.type !== "message" || message?.role !== "assistant" || !Array.isArray(message.content)) {
+    return undefined;
+  }
+  const tools: string[] = [];
+  for (const block of message.content as Array<Record<string, unknown>>) {
+    if (block?.type === "toolCall" && typeof block.name === "string") {
+      const target = toolTarget((block.arguments ?? {}) as Record<string, unknown>);
+      tools.push(target ? `${block.name} ${target}` : block.name);
+    }
+  }
+  return tools.length ? { tools } : undefined;
+}
+
 /** True for nodes whose summary opens as a markdown document. */
 export function isSummaryNode(node: TreeNode): boolean {
   return node.type === "compaction" || node.type === "branch_summary";
@@ -91,8 +170,16 @@ export class TreeModel {
   private readonly kids = new Map<string, string[]>();
   private readonly roots: string[] = [];
   private readonly activePath = new Set<string>();
+  /** user message id → the ids of its turn's work; member id → its user message. */
+  private readonly turns = new Map<string, string[]>();
+  private readonly turnOf = new Map<string, string>();
+  private readonly details: ReadonlyMap<string, EntryDetail>;
 
-  constructor(result: TreeResult) {
+  constructor(
+    result: TreeResult,
+    options: TreeOptions = {},
+  ) {
+    this.details = options.details ?? new Map();
     this.leafId = result.leafId ?? undefined;
     for (const node of result.nodes ?? []) {
       this.nodes.set(node.id, node);
@@ -106,6 +193,9 @@ export class TreeModel {
       }
     }
     this.markActivePath();
+    if (options.groupTurns) {
+      this.buildTurns();
+    }
   }
 
   get size(): number {
@@ -120,18 +210,26 @@ export class TreeModel {
   children(id?: string): string[] {
     if (id === undefined) {
       const [only] = this.roots;
-      return this.roots.length === 1 && only !== undefined ? this.chain(only) : [...this.roots];
+      return this.roots.length === 1 && only !== undefined ? this.grouped(this.chain(only)) : [...this.roots];
     }
     const kids = this.kids.get(id) ?? [];
     if (kids.length >= 2) {
       return [...kids];
     }
+    const members = this.turns.get(id);
+    if (members !== undefined) {
+      return [...members];
+    }
     const [next] = kids;
-    return next !== undefined && this.isHead(id) ? this.chain(next) : [];
+    return next !== undefined && this.isHead(id) ? this.grouped(this.chain(next)) : [];
   }
 
   /** The displayed parent of `id`; `undefined` at the top level. */
   displayParent(id: string): string | undefined {
+    const turn = this.turnOf.get(id);
+    if (turn !== undefined) {
+      return turn;
+    }
     if (this.isHead(id)) {
       return this.realParent(id);
     }
@@ -147,8 +245,11 @@ export class TreeModel {
     return this.children(id).length > 0;
   }
 
-  /** Expanded by default when it holds the active path. */
+  /** Expanded by default when it holds the active path (a turn: only when it holds the leaf). */
   isExpanded(id: string): boolean {
+    if (this.turns.has(id)) {
+      return this.leafId !== undefined && this.turnOf.get(this.leafId) === id;
+    }
     return this.children(id).some((child) => this.activePath.has(child));
   }
 
@@ -159,7 +260,8 @@ export class TreeModel {
     }
     const isLeaf = id === this.leafId;
     const label = this.nodeLabel(node);
-    const description = [node.label ? `[${node.label}]` : "", isLeaf ? "● leaf" : ""].filter(Boolean).join(" ");
+    const parts = [node.label ? `[${node.label}]` : "", isLeaf ? "● leaf" : "", this.summaryOf(id)];
+    const description = parts.filter(Boolean).join(" ");
     const kind = node.type === "message" ? (node.role ?? "message") : (node.type ?? "entry");
     const when = node.timestamp ? `\n${node.timestamp}` : "";
     return {
@@ -195,12 +297,84 @@ export class TreeModel {
   }
 
   private nodeLabel(node: TreeNode): string {
-    const preview = oneLine(node.preview ?? "");
+    const detail = this.details.get(node.id);
+    const tools = detail?.tools ?? [];
+    const preview = oneLine(tools.length ? stripToolMarkers(node.preview ?? "") : (node.preview ?? ""));
     const name = node.type === "message" ? "" : (TYPE_NAMES[node.type ?? ""] ?? node.type ?? "");
+    const tokens = detail?.tokens !== undefined ? ` (${formatCount(detail.tokens)} tokens)` : "";
+    const calls = tools.length ? `${preview ? " " : ""}⟨${tools.join(" · ")}⟩` : "";
     if (name === "") {
-      return preview || "(empty)";
+      return `${preview}${calls}` || "(empty)";
     }
-    return preview ? `${name}: ${preview}` : name;
+    return preview ? `${name}${tokens}: ${preview}` : `${name}${tokens}`;
+  }
+
+  /** A turn's summary for its user row: `→ 12 steps · read ×3, edit`; "" for other nodes. */
+  private summaryOf(id: string): string {
+    const members = this.turns.get(id);
+    if (members === undefined) {
+      return "";
+    }
+    const counts = new Map<string, number>();
+    for (const member of members) {
+      for (const tool of toolNames(this.nodes.get(member))) {
+        counts.set(tool, (counts.get(tool) ?? 0) + 1);
+      }
+    }
+    const tools = [...counts].map(([name, n]) => (n > 1 ? `${name} ×${n}` : name)).join(", ");
+    const steps = `→ ${members.length} step${members.length === 1 ? "" : "s"}`;
+    return tools ? `${steps} · ${tools}` : steps;
+  }
+
+  /** Fills `turns` / `turnOf` from every chain, as `children` shows them. */
+  private buildTurns(): void {
+    const lists: string[][] = [];
+    const [only] = this.roots;
+    const starts = this.roots.length === 1 && only !== undefined ? [] : [...this.roots];
+    if (this.roots.length === 1 && only !== undefined) {
+      lists.push(this.chain(only));
+    }
+    for (const kids of this.kids.values()) {
+      if (kids.length >= 2) {
+        starts.push(...kids);
+      }
+    }
+    for (const head of starts) {
+      const kids = this.kids.get(head) ?? [];
+      if (kids.length === 1 && kids[0] !== undefined) {
+        lists.push(this.chain(kids[0]));
+      }
+    }
+    for (const list of lists) {
+      let user: string | undefined;
+      for (const id of list) {
+        const node = this.nodes.get(id);
+        if (startsTurn(node) || (this.kids.get(id) ?? []).length >= 2) {
+          // A branch point stays visible at the chain's level: its branches nest under it.
+          user = node?.type === "message" && node.role === "user" && !this.isBranchPoint(id) ? id : undefined;
+          if (user !== undefined) {
+            this.turns.set(user, []);
+          }
+        } else if (user !== undefined) {
+          this.turns.get(user)?.push(id);
+          this.turnOf.set(id, user);
+        }
+      }
+    }
+    for (const [user, members] of this.turns) {
+      if (members.length === 0) {
+        this.turns.delete(user);
+      }
+    }
+  }
+
+  private isBranchPoint(id: string): boolean {
+    return (this.kids.get(id) ?? []).length >= 2;
+  }
+
+  /** `list` with each turn's work folded under its user message. */
+  private grouped(list: string[]): string[] {
+    return this.turns.size === 0 ? list : list.filter((id) => !this.turnOf.has(id));
   }
 
   private realParent(id: string): string | undefined {

@@ -2,17 +2,22 @@
 import * as vscode from "vscode";
 import { type PiClient, progressReporter, type SummaryOptions } from "../core/client";
 import { describeError, isCancelled } from "../core/errors";
-import { NAVIGATE_CHOICES, type NavigateChoice, navigateOptions, sessionPicks } from "../core/picks";
+import { NAVIGATE_CHOICES, type NavigateChoice, navigatedMessage, navigateOptions, sessionPicks } from "../core/picks";
+import { remoteSummarizerWarning } from "../core/sources";
 import { formatTokens } from "../core/status";
 import type { Daemon } from "./daemon";
 import { PiDocuments, showDocument } from "./documents";
 import type { CurrentSession } from "./session";
 
 export class Commands {
+  private warnedRemote = false;
+
   constructor(
     private readonly daemon: Daemon,
     private readonly session: CurrentSession,
     private readonly output: vscode.LogOutputChannel,
+    /** Reveals and selects an entry in the side bar's tree (expanding its branch). */
+    private readonly reveal: (entryId: string) => Promise<void> = async () => {},
   ) {}
 
   register(): vscode.Disposable[] {
@@ -38,6 +43,8 @@ export class Commands {
       "pi.showContext": () =>
         this.withSession((_pi, id) => showDocument(PiDocuments.uri("context", id, this.session.title))),
       "pi.showStats": () => this.withSession((_pi, id) => showDocument(PiDocuments.uri("stats", id, this.session.title))),
+      "pi.showSettingsSources": () =>
+        showDocument(PiDocuments.uri("sources", this.session.info?.sessionId ?? "", "Pi settings sources")),
       "pi.refreshTree": () => this.withSession((pi) => this.session.reload(pi)),
       "pi.restartDaemon": () => this.restart(),
       "pi.showLog": () => this.output.show(),
@@ -85,6 +92,7 @@ export class Commands {
     if (instructions === undefined) {
       return;
     }
+    void this.warnRemoteSummarizer(pi, sessionId);
     const result = await this.summarizing("Pi: compacting", (options) => pi.compact(sessionId, instructions, options));
     if (result !== undefined) {
       const saved = `${formatTokens(result.tokensBefore)} → ${formatTokens(result.tokensAfter)} tokens`;
@@ -114,9 +122,37 @@ export class Commands {
     const result = await this.summarizing("Pi: summarizing the branch", (watch) =>
       pi.navigateTree(sessionId, targetId, options, options.summarize ? watch : {}),
     );
-    if (result?.editorText) {
+    if (result === undefined) {
+      return;
+    }
+    if (result.editorText) {
       await vscode.env.clipboard.writeText(result.editorText);
-      void vscode.window.showInformationMessage("Pi: moved. The selected message's text is on the clipboard.");
+    }
+    if (!result.cancelled && typeof result.leafId === "string") {
+      // The tree keeps the collapsed state it had: reload, then reveal the new leaf explicitly.
+      await this.session.reload(pi);
+      await this.reveal(result.leafId);
+    }
+    void vscode.window.showInformationMessage(navigatedMessage(result));
+  }
+
+  /** In a remote window whose pi.summarizer.* was dropped, says so once (see `remoteSummarizerWarning`). */
+  private async warnRemoteSummarizer(pi: PiClient, sessionId: string): Promise<void> {
+    if (this.warnedRemote || vscode.env.remoteName === undefined) {
+      return;
+    }
+    const provider = vscode.workspace.getConfiguration("pi").inspect("summarizer.provider");
+    const daemon = await pi.getSettings(sessionId).catch(() => undefined);
+    const message = remoteSummarizerWarning(vscode.env.remoteName, provider, daemon?.sources);
+    if (message === undefined) {
+      return;
+    }
+    this.warnedRemote = true;
+    const choice = await vscode.window.showWarningMessage(message, "Open Remote Settings", "Show Settings Sources");
+    if (choice === "Open Remote Settings") {
+      await vscode.commands.executeCommand("workbench.action.openRemoteSettings");
+    } else if (choice === "Show Settings Sources") {
+      await vscode.commands.executeCommand("pi.showSettingsSources");
     }
   }
 

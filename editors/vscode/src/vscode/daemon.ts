@@ -97,7 +97,7 @@ export class Daemon implements vscode.Disposable {
       which: (name) => whichOnPath(name, process.env, isExecutable),
     });
     if (command === undefined) {
-      const message = missingDaemonMessage(interpreter);
+      const message = missingDaemonMessage(interpreter, vscode.env.remoteName);
       this.output.error(message);
       void showFailure(message, this.output);
     }

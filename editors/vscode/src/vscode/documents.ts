@@ -2,13 +2,14 @@
 import * as vscode from "vscode";
 import type { PiClient } from "../core/client";
 import { contextMarkdown, statsMarkdown, summaryMarkdown } from "../core/render";
+import { PI_KEYS, sourceRow, sourcesMarkdown } from "../core/sources";
 
 export const SCHEME = "pi-sessiond";
 
 export class PiDocuments implements vscode.TextDocumentContentProvider {
   constructor(private readonly client: () => Promise<PiClient | undefined>) {}
 
-  /** The URI of one document; `kind` is `context`, `stats` or `summary`. */
+  /** The URI of one document; `kind` is `context`, `stats`, `summary` or `sources`. */
   static uri(kind: string, sessionId: string, title: string, entryId = ""): vscode.Uri {
     const query = new URLSearchParams({ kind, session: sessionId, entry: entryId }).toString();
     return vscode.Uri.from({ scheme: SCHEME, path: `/${title.replace(/[\\/]/g, "_")}.md`, query });
@@ -19,6 +20,10 @@ export class PiDocuments implements vscode.TextDocumentContentProvider {
     const session = query.get("session") ?? "";
     const title = uri.path.slice(1, -3);
     const pi = await this.client();
+    if (query.get("kind") === "sources") {
+      const daemon = session && pi ? await pi.getSettings(session).catch(() => undefined) : undefined;
+      return settingsSources(daemon);
+    }
     if (pi === undefined) {
       return "pi-sessiond is not running.";
     }
@@ -38,9 +43,24 @@ export class PiDocuments implements vscode.TextDocumentContentProvider {
   }
 }
 
-/** Opens a virtual document as a markdown editor (read-only by construction). */
+/** The **Pi: Show Settings Sources** document: the `pi.*` rows, then the daemon's layers. */
+function settingsSources(daemon: Parameters<typeof sourcesMarkdown>[2]): string {
+  const config = vscode.workspace.getConfiguration("pi");
+  const remote = vscode.env.remoteName;
+  const rows = PI_KEYS.map(({ key, machine }) => sourceRow(key, machine, config.inspect(key), remote));
+  return sourcesMarkdown(rows, remote, daemon);
+}
+
+/**
+ * Shows a virtual document rendered (VS Code's built-in Markdown preview); falls back to a
+ * read-only markdown editor where the preview is unavailable.
+ */
 export async function showDocument(uri: vscode.Uri): Promise<void> {
   const document = await vscode.workspace.openTextDocument(uri);
   await vscode.languages.setTextDocumentLanguage(document, "markdown");
-  await vscode.window.showTextDocument(document, { preview: true });
+  try {
+    await vscode.commands.executeCommand("markdown.showPreview", uri);
+  } catch {
+    await vscode.window.showTextDocument(document, { preview: true });
+  }
 }

@@ -2,8 +2,11 @@
 import * as vscode from "vscode";
 import type { PiClient } from "../core/client";
 import { effectiveReserve } from "../core/settings";
-import { TreeModel } from "../core/treeModel";
-import type { LockHolder, SessionInfo, StatsResult } from "../protocol";
+import { type EntryDetail, entryDetail, isSummaryNode, TreeModel, toolNames } from "../core/treeModel";
+import type { LockHolder, SessionInfo, StatsResult, TreeResult } from "../protocol";
+
+/** At most this many entries are fetched for tool targets and token counts (the rest show names only). */
+const DETAIL_LIMIT = 2000;
 
 export class CurrentSession implements vscode.Disposable {
   info: SessionInfo | undefined;
@@ -48,11 +51,31 @@ export class CurrentSession implements vscode.Disposable {
       return;
     }
     const [tree, stats] = await Promise.all([pi.getTree(id), pi.getStats(id).catch(() => undefined)]);
+    const details = await this.details(pi, id, tree);
     if (this.info?.sessionId === id) {
-      this.tree = new TreeModel(tree);
+      this.tree = new TreeModel(tree, { groupTurns: true, details });
       this.stats = stats;
       this.changed.fire();
     }
+  }
+
+  /** Tool-call targets and summary token counts, from the entries of the nodes that have them. */
+  private async details(pi: PiClient, sessionId: string, tree: TreeResult): Promise<Map<string, EntryDetail>> {
+    const wanted = (tree.nodes ?? []).filter((node) => isSummaryNode(node) || toolNames(node).length > 0);
+    const ids = wanted.slice(-DETAIL_LIMIT).map((node) => node.id);
+    const out = new Map<string, EntryDetail>();
+    if (ids.length === 0) {
+      return out;
+    }
+    const entries = await pi.getEntries(sessionId, ids).catch(() => []);
+    for (const entry of entries) {
+      const detail = entryDetail(entry as unknown as Record<string, unknown>);
+      const entryId = (entry as { id?: unknown }).id;
+      if (detail !== undefined && typeof entryId === "string") {
+        out.set(entryId, detail);
+      }
+    }
+    return out;
   }
 
   dispose(): void {
