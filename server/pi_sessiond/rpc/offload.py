@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 
 from pi_protocol import methods, unstructure
+from pi_sessiond.store.deepjson import deep_dumps
 
 OFFLOADED: frozenset[str] = frozenset({
     methods.OPEN_SESSION, methods.LIST_SESSIONS, methods.GET_TREE, methods.GET_CONTEXT, methods.GET_ENTRIES,
@@ -129,7 +130,8 @@ def _encoded(result: Any) -> Ready:
 def encode(value: Any) -> bytes:
     """``orjson.dumps(value)``, long lists a chunk at a time so the loop thread gets the GIL in between.
 
-    The bytes equal ``orjson.dumps(value, option=OPT_NON_STR_KEYS)``.
+    The bytes equal ``orjson.dumps(value, option=OPT_NON_STR_KEYS)``; a value too deep for orjson is
+    written by :func:`~pi_sessiond.store.deepjson.deep_dumps`.
     """
     if isinstance(value, list) and len(value) > CHUNK:
         parts = (orjson.dumps(value[i:i + CHUNK], option=orjson.OPT_NON_STR_KEYS)[1:-1]
@@ -137,7 +139,10 @@ def encode(value: Any) -> bytes:
         return b"[" + b",".join(parts) + b"]"
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return b"{" + b",".join(orjson.dumps(k) + b":" + encode(v) for k, v in value.items()) + b"}"
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # nested deeper than orjson writes (255): the iterative writer (store.deepjson)
+        return deep_dumps(value).encode("utf-8")
 
 
 async def _run(call: Callable[[], Any], thread: bool) -> Any:
