@@ -125,6 +125,7 @@ class Daemon:
     # ------------------------------------------------------------ lifecycle
     def configure(self, options: InitializationOptions) -> None:
         """Apply ``initializationOptions`` (settings layer ``initialize``, ``sessionsDir``)."""
+        self.live_watch.bind()
         self.core.settings.set_initialize(options.settings)
         if options.sessions_dir:
             self.core.registry.sessions_dir = Path(options.sessions_dir).expanduser()

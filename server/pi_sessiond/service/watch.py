@@ -51,6 +51,13 @@ class LiveWatch:
         self.interval = interval
         self._seen: dict[str, _Seen] = {}
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def bind(self) -> None:
+        """Remember the running event loop (called on it, e.g. at ``initialize``), so that :meth:`soon`
+        works from the worker threads heavy requests run in (``rpc/offload.py``)."""
+        with contextlib.suppress(RuntimeError):
+            self._loop = asyncio.get_running_loop()
 
     def ensure_started(self) -> None:
         """Start polling when called inside a running event loop (once)."""
@@ -63,7 +70,21 @@ class LiveWatch:
         self._task = loop.create_task(self._run())
 
     def soon(self) -> None:
-        """Start polling and check once right after the current request was answered (inside a loop)."""
+        """Start polling and check once right after the current request was answered.
+
+        On the event loop directly; from a worker thread through the loop :meth:`bind` remembered;
+        nowhere without a loop (the in-process command line).
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            loop = self._loop
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(self._start_and_check)
+            return
+        self._start_and_check()
+
+    def _start_and_check(self) -> None:
         self.ensure_started()
         if self._task is not None:
             asyncio.get_running_loop().call_soon(self._safe_check)
