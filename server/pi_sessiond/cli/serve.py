@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     import signal
 
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # unwinds: the secret file and the socket are removed
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         with contextlib.ExitStack() as files:
             asyncio.run(_listen(args, files))
@@ -145,6 +145,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"pi-sessiond serve: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+TERM_GRACE_SECONDS = 10.0
+
+
+def _on_sigterm(*_: object) -> None:
+    """Unwind (the secret file and the socket are removed on the way); if the unwinding itself hangs
+    (a task that does not take its cancellation), leave anyway after :data:`TERM_GRACE_SECONDS`."""
+    import os
+    import threading
+
+    timer = threading.Timer(TERM_GRACE_SECONDS, os._exit, args=(0,))
+    timer.daemon = True
+    timer.start()
+    sys.exit(0)
 
 
 def _refusal(address: tuple[str, int] | None, allow_remote: bool) -> str | None:
