@@ -12,7 +12,11 @@ Invariants:
 * A fact counts as present when its text appears in the summary with case,
   whitespace, backticks and emphasis ignored; for an error, when its
   decisive lines (the last lines naming the failure) all appear.
-* Sections: constraints under Constraints & Preferences; the latest request,
+* Facts carried from an earlier summary (:mod:`.carry`) are required alike;
+  a constraint or decision marked superseded counts as present by its text
+  without the mark.
+* Sections: constraints under Constraints & Preferences, decisions under Key
+  Decisions, open TODOs under Next Steps; the latest request,
   the last error and missing identifiers under Critical Context (history),
   In Progress / Blocked / Key Decisions (branch), Context Needed to Continue
   (turn prefix). A format of the user's own (no required headings) gets one
@@ -35,21 +39,26 @@ from pi_sessiond.summarizers.facts import Facts
 from pi_sessiond.summarizers.headings import normalize, section_bounds
 
 MARK = "[gate] "
+SUPERSEDED = " (superseded by a later item)"
 _TARGETS: dict[str, dict[str, str]] = {
     "history": {
         "constraint": "## Constraints & Preferences",
         "lastRequest": "## Critical Context",
         "lastError": "## Critical Context",
         "identifier": "## Critical Context",
+        "decision": "## Key Decisions",
+        "todo": "## Next Steps",
     },
     "branch": {
         "constraint": "## Constraints & Preferences",
         "lastRequest": "### In Progress",
         "lastError": "### Blocked",
         "identifier": "## Key Decisions",
+        "decision": "## Key Decisions",
+        "todo": "## Next Steps",
     },
     "turnPrefix": dict.fromkeys(
-        ("constraint", "lastRequest", "lastError", "identifier"), "## Context Needed to Continue"
+        ("constraint", "lastRequest", "lastError", "identifier", "decision", "todo"), "## Context Needed to Continue"
     ),
 }
 _LABELS = {
@@ -96,7 +105,9 @@ def error_present(error: str, summary_flat: str) -> bool:
 def missing_facts(summary: str, facts: Facts) -> list[Added]:
     """The facts ``summary`` lacks, as additions (constraints, request, error, identifiers)."""
     have = flat(summary)
-    added = [Added("constraint", c) for c in facts.constraints if not present(c, have)]
+    added = [Added("constraint", c) for c in facts.constraints if not present(c.removesuffix(SUPERSEDED), have)]
+    added += [Added("decision", d) for d in facts.decisions if not present(d.removesuffix(SUPERSEDED), have)]
+    added += [Added("todo", t) for t in facts.todos if not present(t, have)]
     if facts.last_request and not present(facts.last_request[:300], have):
         added.append(Added("lastRequest", facts.last_request))
     if facts.last_error and not error_present(facts.last_error, have):
