@@ -22,8 +22,8 @@ Invariants:
 * The last error is the newest failing tool result, failed user command or
   model error, reduced to its decisive lines (:func:`decisive_lines`).
 * TODOs: the assistant's next steps still open at the end of the range
-  (:func:`~.todos.open_todos`). ``decisions`` is empty here: only an earlier
-  summary's Key Decisions are hard facts (:mod:`.carry`).
+  (:func:`~.todos.open_todos`). ``decisions`` and ``goals`` are empty here: only
+  an earlier summary's Key Decisions and Goal items are hard facts (:mod:`.carry`).
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ class Facts:
     identifiers: tuple[str, ...] = ()
     decisions: tuple[str, ...] = ()
     todos: tuple[str, ...] = ()
+    goals: tuple[str, ...] = ()
 
 
 def message_text(msg: JsonDict) -> str:

@@ -34,16 +34,14 @@ from collections.abc import Sequence
 import attrs
 
 from pi_protocol import Usage
-from pi_sessiond.compaction.prompts import SPLIT_TURN_SEPARATOR
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.offline_extract import Extraction, extract, message_text, trim_block
 from pi_sessiond.summarizers.offline_merge import CURRENT, STOPWORDS, merge
+from pi_sessiond.summarizers.summary_parse import parse_summary
 
 CHARS_PER_TOKEN = 4
 _LIMITS = {"goal": 12, "constraints": 40, "done": 40, "decisions": 10, "next": 8, "ids": 20}
-_FILE_TAGS = re.compile(r"\n*<(read-files|modified-files)>\n.*?\n</\1>", re.S)
-_ITEM = re.compile(r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)(.*)$")
 _CURRENT = CURRENT
 _STOPWORDS = STOPWORDS
 
@@ -64,7 +62,6 @@ _SPECS = {
 _HISTORY = ("goal", "constraints", "done", "in_progress", "blocked", "decisions", "next", "critical")
 _BRANCH = _HISTORY[:-1]
 _TURN_PREFIX = ("request", "early", "suffix")
-_HEADING_KEYS = {heading: key for key, (heading, _) in _SPECS.items()}
 
 
 @attrs.define
@@ -219,67 +216,6 @@ def _turn_prefix_sections(messages: Sequence[dict[str, object]], found: Extracti
         _Section("early", _select(early, _LIMITS["done"], frozenset())),
         _Section("suffix", suffix),
     ]
-
-
-def parse_summary(text: str) -> dict[str, list[str]]:
-    """The items of a summary by section key; an unstructured one under ``earlier``.
-
-    A summary is structured when it has ``## Goal`` and ``## Progress`` and no
-    ``## `` heading of its own. A split-turn part is kept as one quoted item.
-    """
-    text = _FILE_TAGS.sub("", text).strip()
-    history, _, turn = text.partition(SPLIT_TURN_SEPARATOR.strip("\n"))
-    sections = _parse_structured(history.strip())
-    if sections is None:
-        sections = {"earlier": [_quote("Earlier context (previous summary, kept verbatim):", history)]}
-        sections.update(_lift(history))
-    if turn.strip():
-        sections.setdefault("critical", []).append(_quote("Earlier split-turn context:", turn))
-    return sections
-
-
-def _lift(text: str) -> dict[str, list[str]]:
-    """Goal and preference sections of a free-form summary, lifted into ours."""
-    lifted: dict[str, list[str]] = {}
-    for heading, body in re.findall(r"^## (.+)\n+((?:(?!#).*\n?)*)", text, re.M):
-        key = "goal" if heading.strip() == "Goal" else None
-        key = "constraints" if re.search(r"preference|constraint", heading, re.I) else key
-        if key is not None:
-            lines = [re.sub(r"^[-*+•]\s+|^\d+[.)]\s+", "", ln.strip()) for ln in body.splitlines()]
-            lifted.setdefault(key, []).extend(ln for ln in lines if ln)
-    return lifted
-
-
-def _quote(title: str, text: str) -> str:
-    return title + "\n" + "\n".join(("> " + line).rstrip() for line in text.strip().splitlines())
-
-
-def _parse_structured(text: str) -> dict[str, list[str]] | None:
-    top = re.findall(r"^## .*$", text, re.M)
-    known = all(h in _HEADING_KEYS or h == "## Progress" for h in top)
-    if "## Goal" not in top or "## Progress" not in top or not known:
-        return None
-    sections: dict[str, list[str]] = {}
-    items: list[str] | None = None
-    for line in text.splitlines():
-        if line.startswith("#"):
-            key = _HEADING_KEYS.get(line.strip())
-            items = sections.setdefault(key, []) if key else None
-        elif items is not None:
-            _add_line(items, line)
-    return {k: [i for i in v if i.strip() not in ("(none)", "")] for k, v in sections.items()}
-
-
-def _add_line(items: list[str], line: str) -> None:
-    if not line.strip():
-        return
-    bullet = _ITEM.match(line)
-    if bullet:
-        items.append(bullet.group(1))
-    elif line.startswith(" ") and items:
-        items[-1] += "\n" + (line[2:] if line.startswith("  ") else line[1:])
-    else:
-        items.append(line.strip())
 
 
 def _fit(sections: list[_Section], budget: int, focus: frozenset[str]) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pi_sessiond.pipeline.requests import BRANCH_HEADINGS, HISTORY_HEADINGS
+from pi_sessiond.compaction.prompts import SPLIT_TURN_SEPARATOR
+from pi_sessiond.pipeline.requests import BRANCH_HEADINGS, HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
 from pi_sessiond.summarizers.carry import CARRIED_ERROR, carry_forward, read_summary
 from pi_sessiond.summarizers.facts import Facts, extract_facts
 from pi_sessiond.summarizers.gate import MARK, SUPERSEDED, repair
@@ -74,16 +75,22 @@ def test_a_model_that_drops_the_previous_facts_is_repaired() -> None:
     assert f"- {MARK}Usa siempre tabulaciones." in repaired.text
     next_steps = repaired.text.split("## Next Steps\n", 1)[1].split("\n\n", 1)[0]
     assert f"{MARK}Update `docs/import.md`" in next_steps
-    # The range has a request of its own: the newer one wins; it has no error: the carried one stays.
-    assert "Zeig mir die Tests." in repaired.text and "Make the importer stream rows." not in repaired.text
+    # The range has a request of its own: the newer one is the latest, the older one a goal; the range has no
+    # error: the carried one stays.
+    assert f"{MARK}Latest user request (verbatim): Zeig mir die Tests." in repaired.text
+    goal = repaired.text.split("## Goal\n", 1)[1].split("\n\n", 1)[0]
+    assert goal == (f"- streaming import\n- {MARK}Port the CSV importer to Rust\n"
+                    f"- {MARK}Earlier request (verbatim): Make the importer stream rows.")
     assert CARRIED_ERROR in repaired.text and "src/csv.rs:88:5" in repaired.text
     assert repair(repaired.text, facts, "history", HISTORY_HEADINGS).added == ()  # idempotent
     # The repaired summary, compacted once more by a model that drops everything, still keeps them.
     again = carry_forward(extract_facts([user("ok, weiter so bitte")]), repaired.text, [])
     twice = repair("## Goal\n- x", again, "history", HISTORY_HEADINGS)
-    for needle in ("Never touch `legacy/` without asking.", "Kein `unwrap()`", "src/csv.rs:88:5", "`v0.4.2`"):
+    for needle in ("Never touch `legacy/` without asking.", "Kein `unwrap()`", "src/csv.rs:88:5", "`v0.4.2`",
+                   "Earlier request (verbatim): Make the importer stream rows.",
+                   "Earlier request (verbatim): Zeig mir die Tests."):
         assert needle in twice.text
-    assert twice.text.count(CARRIED_ERROR) == 1
+    assert twice.text.count(CARRIED_ERROR) == 1 and twice.text.count("Make the importer stream rows.") == 1
 
 
 def test_a_newer_error_and_a_restated_constraint_win() -> None:
@@ -120,3 +127,18 @@ def test_no_earlier_summary_changes_nothing() -> None:
     facts = extract_facts([user("Do not rename `main()`.")])
     assert carry_forward(facts, None, []) is facts
     assert carry_forward(Facts(), "free text without our headings", []).constraints == ()
+
+
+def test_a_split_turn_part_is_carried_too() -> None:
+    facts = extract_facts([user("Bitte keine globalen Variablen. Fix the parser.")])
+    turn = repair("## Original Request\n> fix it\n\n## Progress So Far\n- read files", facts, "turnPrefix",
+                  TURN_PREFIX_HEADINGS).text
+    assert f"- {MARK}Constraint: Bitte keine globalen Variablen." in turn
+    text = "## Goal\n- old\n\n## Progress\n### Done\n(none)" + SPLIT_TURN_SEPARATOR + turn
+    carried = read_summary(text)
+    assert "Bitte keine globalen Variablen." in carried.constraints
+    assert carried.last_request == "Bitte keine globalen Variablen. Fix the parser."
+    # Quoted by an earlier offline merge ("Earlier split-turn context:"), it is still read.
+    quoted = "## Goal\n- old\n\n## Progress\n\n## Critical Context\n- Earlier split-turn context:\n" + "\n".join(
+        "  > " + ln for ln in turn.splitlines())
+    assert "Bitte keine globalen Variablen." in read_summary(quoted).constraints
