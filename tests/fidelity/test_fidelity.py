@@ -31,7 +31,8 @@ from tests.fidelity.sessions import Planter
 from tests.fidelity.suite import Report, run
 from tests.loopback_provider import Fault, LoopbackProvider
 
-NEEDS_GATE = pytest.mark.xfail(strict=True, reason="needs the fidelity gate (issue 14, fidcore)")
+# Below 100% on the held-out list at the smoke size: cue recall (constraints), carried file lists and one error shape.
+NOT_YET = pytest.mark.xfail(strict=True, reason="not yet at 100% on the held-out list (issue 14)")
 UNIQUE = ("constraint", "lastRequest", "lastError", "identifier", "goal", "todo")
 
 
@@ -140,9 +141,9 @@ def test_every_request_wrote_an_entry_and_every_class_was_scored(name: str, requ
     assert any(any(splits) for splits in report.split.values()) and len(report.sizes["repeated"]) == 10
 
 
-@NEEDS_GATE
 @pytest.mark.parametrize("name", ["offline", "incomplete_model"])
-@pytest.mark.parametrize("cls", ["modifiedFile", "constraint", "lastRequest", "lastError"])
+@pytest.mark.parametrize("cls", [pytest.param("modifiedFile", marks=NOT_YET), pytest.param("constraint", marks=NOT_YET),
+                                 "lastRequest", pytest.param("lastError", marks=NOT_YET)])
 def test_target_classes_are_kept_at_100_percent(cls: str, name: str, request: pytest.FixtureRequest) -> None:
     report: Report = request.getfixturevalue(name)
     assert missed(report.hits, cls) == []
@@ -156,7 +157,7 @@ def test_every_held_out_constraint_request_and_error_was_scored(offline: Report)
     assert {e.shape for e in held.errors} <= notes
 
 
-@pytest.mark.parametrize("name", [pytest.param("offline", marks=NEEDS_GATE), "incomplete_model"])
+@pytest.mark.parametrize("name", ["offline", "incomplete_model"])
 def test_the_summary_stays_within_12k_tokens_over_10_compactions(name: str, request: pytest.FixtureRequest) -> None:
     sizes = request.getfixturevalue(name).sizes["repeated"]
     assert len(sizes) == 10 and max(sizes) <= 12_000, sizes
@@ -185,7 +186,6 @@ def compact_with(tmp_path: Path, path: Path, fault: Fault) -> tuple[Outcome, str
     return outcome, before, sha(path)
 
 
-@NEEDS_GATE
 def test_a_model_answer_with_other_headings_compacts(tmp_path: Path, session_file: Path) -> None:
     outcome, _, _ = compact_with(tmp_path, session_file, Fault("ok", reply=models.other_headings))
     assert outcome.entry is not None and outcome.entry["type"] == "compaction", outcome
@@ -197,7 +197,6 @@ def test_a_cut_off_answer_is_summary_incomplete_and_writes_nothing(tmp_path: Pat
     assert after == before
 
 
-@NEEDS_GATE
 def test_a_non_shrinking_compaction_is_not_shrinking_and_writes_nothing(tmp_path: Path, session_file: Path) -> None:
     # a summary as large as the whole context before it: whatever the estimate, the context does not shrink
     dry = subprocess.run([sys.executable, "-m", "pi_sessiond", "compact", str(session_file), "--dry-run", "--json"],

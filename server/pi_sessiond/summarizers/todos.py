@@ -2,8 +2,10 @@
 
 ``open_todos(messages)`` reads the assistant's text (oldest first) for the
 steps it said were still to do: a ``TODO:`` / ``Next:`` / ``Then:`` item (a
-few languages), an unticked checkbox ``- [ ]``, and the steps of its newest
-numbered plan (two or more numbered lines). It returns them verbatim, oldest
+few languages), the list under such a heading or label (``**Next steps:**``),
+an unticked checkbox ``- [ ]``, a sentence saying something still needs
+doing, and the steps of its newest numbered plan (two or more numbered
+lines). It returns them verbatim, oldest
 first, without those already done.
 
 Invariants:
@@ -28,11 +30,23 @@ JsonDict = dict[str, Any]
 
 TODOS_KEPT = 16
 TODO_CHARS = 300
+_CUE_WORDS = (
+    r"TODO|FIXME|Next(?: steps?)?|Then|Remaining(?: work| steps)?|Still to do|Left to do|Open (?:TODOs|items)|"
+    r"To ?do|Follow-ups?|Als Nächstes|Nächste(?:r)? Schritte?|Offen|Siguiente(?: paso)?|Siguientes pasos|"
+    r"Pendiente|Prochaine étape|Prochaines étapes|À faire|Ensuite|Prossimo passo|Prossimi passi|Da fare|"
+    r"次に|次は|残り|TODO\(\w+\)"
+)
 _CUE = re.compile(
-    r"^\s*(?:[-*•+]\s+)?(?:\*\*)?(?:TODO|FIXME|Next(?: step)?s?|Then|Remaining|Still to do|Left to do|"
-    r"Als Nächstes|Nächste(?:r)? Schritte?|Siguiente(?: paso)?|Pendiente|Prochaine étape|À faire|Ensuite|"
-    r"Prossimo passo|Da fare|次に|次は|残り|TODO\(\w+\))(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*(.+)$",
-    re.I | re.M,
+    rf"^\s*(?:[-*•+]\s+)?(?:\*\*)?(?:{_CUE_WORDS})(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*(\S.*)$", re.I | re.M
+)
+# A heading or label of its own ("**Next steps:**", "## TODO") whose list items are the steps.
+_CUE_HEAD = re.compile(rf"^\s*(?:#+\s*)?(?:\*\*)?(?:{_CUE_WORDS})(?:\*\*)?\s*[:：]?\s*(?:\*\*)?\s*$", re.I)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(?!\[[ xX]\])(.+)$")
+# A sentence that says something is still to be done.
+_STILL = re.compile(
+    r"\b(?:I (?:still )?need to|still needs? to|still has to|remains? to be|is still (?:missing|open|pending)|"
+    r"not (?:done|implemented) yet|il reste à|fehlt noch|muss noch|falta|queda pendiente)\b",
+    re.I,
 )
 _BOX = re.compile(r"^\s*[-*+]\s+\[([ xX])\]\s+(.+)$", re.M)
 _NUMBERED = re.compile(r"^\s*\d+[.)]\s+(.+)$", re.M)
@@ -88,11 +102,30 @@ def _changed(msg: JsonDict) -> Iterator[str]:
 def steps_in(text: str) -> list[tuple[str, bool, bool]]:
     """``(step, ticked, numbered)`` of one assistant text: cue items, checkboxes, a numbered plan's steps."""
     found = [(m.group(1).strip(), False, False) for m in _CUE.finditer(text)]
+    listed = _listed_under_cue(text)
+    found += [(item, is_ticked(item), False) for item in listed]
     found += [(m.group(2).strip(), m.group(1) != " ", False) for m in _BOX.finditer(text)]
-    numbered = _NUMBERED.findall(text)
+    numbered = [s.strip() for s in _NUMBERED.findall(text) if s.strip() not in listed]
     if len(numbered) >= 2:
-        found += [(s.strip(), is_ticked(s), True) for s in numbered]
+        found += [(s, is_ticked(s), True) for s in numbered]
+    found += [(s.strip(), False, False) for s in _SENTENCE.split(text) if _STILL.search(s) and not _CUE.match(s)]
     return found
+
+
+def _listed_under_cue(text: str) -> list[str]:
+    """The list items right under a cue heading (until the first line that is not an item)."""
+    items: list[str] = []
+    under = False
+    for line in text.splitlines():
+        if _CUE_HEAD.match(line):
+            under = True
+            continue
+        item = _LIST_ITEM.match(line)
+        if under and item:
+            items.append(item.group(1).strip())
+        elif line.strip():
+            under = False
+    return items
 
 
 def open_todos(messages: Sequence[JsonDict]) -> list[str]:

@@ -76,3 +76,18 @@ def test_the_gate_adds_the_open_steps_a_model_left_out() -> None:
     next_steps = repaired.text.split("## Next Steps\n", 1)[1].split("\n\n", 1)[0]
     assert next_steps.splitlines()[0] == "1. Skip writes in `cli/run.py`"
     assert f"- {MARK}Mention it in the changelog" in next_steps
+
+
+def test_lists_under_a_next_steps_label_and_still_to_do_sentences() -> None:
+    messages = [
+        said("The parser works now.\n\n**Next steps:**\n- wire `parse()` into `main.rs`\n"
+             "- benchmark it on big files\n\nI still need to check the Windows line endings."),
+        said("## Nächste Schritte\n1. Die README aktualisieren\n2. Version 0.5.0 taggen"),
+        said("Wired `parse()` into `main.rs` and added it to the CLI — done."),
+    ]
+    assert open_todos(messages) == [
+        "benchmark it on big files",
+        "I still need to check the Windows line endings.",
+        "Die README aktualisieren",
+        "Version 0.5.0 taggen",
+    ]
