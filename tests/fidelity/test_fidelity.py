@@ -31,9 +31,8 @@ from tests.fidelity.sessions import Planter
 from tests.fidelity.suite import Report, run
 from tests.loopback_provider import Fault, LoopbackProvider
 
-BELOW_TARGET = pytest.mark.xfail(strict=True, reason="held-out recall below 100% (issue 14 open; bench/README.md)")
-BELOW = {("modifiedFile", "offline"), ("modifiedFile", "incomplete_model"), ("constraint", "offline"),
-         ("constraint", "incomplete_model"), ("lastError", "offline"), ("lastError", "incomplete_model")}
+# Below 100% on the held-out list at the smoke size: cue recall (constraints), carried file lists and one error shape.
+NOT_YET = pytest.mark.xfail(strict=True, reason="not yet at 100% on the held-out list (issue 14)")
 UNIQUE = ("constraint", "lastRequest", "lastError", "identifier", "goal", "todo")
 
 
@@ -142,9 +141,9 @@ def test_every_request_wrote_an_entry_and_every_class_was_scored(name: str, requ
     assert any(any(splits) for splits in report.split.values()) and len(report.sizes["repeated"]) == 10
 
 
-@pytest.mark.parametrize(("cls", "name"), [
-    pytest.param(c, n, marks=[BELOW_TARGET] if (c, n) in BELOW else [])
-    for c in ("modifiedFile", "constraint", "lastRequest", "lastError") for n in ("offline", "incomplete_model")])
+@pytest.mark.parametrize("name", ["offline", "incomplete_model"])
+@pytest.mark.parametrize("cls", [pytest.param("modifiedFile", marks=NOT_YET), pytest.param("constraint", marks=NOT_YET),
+                                 "lastRequest", pytest.param("lastError", marks=NOT_YET)])
 def test_target_classes_are_kept_at_100_percent(cls: str, name: str, request: pytest.FixtureRequest) -> None:
     report: Report = request.getfixturevalue(name)
     assert missed(report.hits, cls) == []

@@ -24,8 +24,10 @@ Contracts:
 - An empty answer is asked for once more, then :class:`SummaryValidationError`.
   Any other answer is used: its headings are normalized and the fidelity
   gate (:mod:`pi_sessiond.summarizers.gate`) adds the hard facts of the
-  job's whole range it lacks (:attr:`SummaryText.gate`), before anything is
-  shown or written. Nothing here writes anything.
+  job's whole range it lacks, and those the summaries it replaces carried
+  (:func:`job_facts`: the previous summary's constraints, decisions, open
+  TODOs, identifiers, last error and request — the later wins), as
+  :attr:`SummaryText.gate`, before anything is shown or written. Nothing here writes anything.
 - Cancellation propagates untouched (the summarizer closes its stream).
 """
 
@@ -45,6 +47,7 @@ from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.errors import SummaryIncomplete
 from pi_sessiond.pipeline.requests import CompactionJobs, OutputLimit, SummaryJob
 from pi_sessiond.summarizers.base import Summarizer, SummaryRequest, SummaryResult
+from pi_sessiond.summarizers.carry import carry_forward
 from pi_sessiond.summarizers.errors import ContextLengthError, SummarizerError
 from pi_sessiond.summarizers.facts import Facts, extract_facts
 from pi_sessiond.summarizers.gate import Added, repair
@@ -128,7 +131,7 @@ async def run_job(
 ) -> SummaryText:
     """One summary: chunked on context-length errors, incomplete answers refused, repaired by the gate."""
     options = options or RunOptions()
-    facts = await asyncio.to_thread(extract_facts, job.messages)
+    facts = await asyncio.to_thread(job_facts, job)
     parts = 1
     while True:
         try:
@@ -139,6 +142,12 @@ async def run_job(
             parts *= 2
             log.info("the %s range does not fit the summarizer's window: summarizing it in %d chunks",
                      job.purpose, parts)
+
+
+def job_facts(job: SummaryJob) -> Facts:
+    """What the gate requires of ``job``'s summary: the range's hard facts and those of the summaries it
+    replaces (its previous summary, branch summaries inside the range: :mod:`~pi_sessiond.summarizers.carry`)."""
+    return carry_forward(extract_facts(job.messages), job.previous_summary, job.messages)
 
 
 def split_evenly(messages: Sequence[JsonDict], parts: int) -> list[tuple[JsonDict, ...]]:

@@ -11,9 +11,12 @@ Invariants:
   requirement, or an item of a list in a request. Questions count only with
   a strong cue (a modal or an emphasis). Order: as written.
 * ``decisive_lines(text)``: a short text whole; a long one reduced to its
-  first line, the lines naming an error, failure, assertion or failing test,
-  the last traceback location and its last lines — in their order, gaps
-  marked ``…``, at most ``ERROR_LINES`` lines.
+  first line, the report of its newest failure (from the line that starts
+  it — a jest ``●`` test, a Rust test's output or panic, a rustc/tsc/gcc
+  error, pytest's ``>`` line — up to ``BLOCK_LINES`` lines),
+  the last traceback location, its last ``TAIL_LINES`` lines and then the
+  newest other lines naming an error, failure, assertion or failing test —
+  verbatim, in their order, gaps marked ``…``, at most ``ERROR_LINES`` lines.
 * Pure and deterministic.
 """
 
@@ -22,7 +25,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-ERROR_LINES = 16
+ERROR_LINES = 24
+BLOCK_LINES = 12
+TAIL_LINES = 4
 ERROR_LINE_CHARS = 300
 SENTENCE_CHARS = 400
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
@@ -57,8 +62,16 @@ _CODE_START = ("$ ", ">>> ", "at ", "File \"", "Traceback", "    ", "\t")
 DECISIVE = re.compile(
     r"error|exception|fail|assert|panic|fatal|traceback|expected|received|✕|✗|×|^\s*E\s{2,}|not ok|"
     r"^\s*-->|^\s*File \"|^\s*at \S+ \(|undefined|cannot|can't|denied|refused|missing|invalid|"
-    r"no such|not found|timed? ?out|segmentation|abort",
+    r"no such|not found|timed? ?out|segmentation|abort|●|^\s*(?:left|right)\s*:",
     re.I,
+)
+# The line that starts the report of one failure (the newest one is kept whole, up to BLOCK_LINES):
+# a jest test, a Rust test's output, a compiler error (rustc, tsc, gcc/clang), a panic,
+# pytest's failing line. Not the closing "error: test failed" / "could not compile" lines.
+_ANCHOR = re.compile(
+    r"^\s*●\s|^-{4} .+ -{4}$|^thread '.*' panicked|^panic: |^>\s{3,}\S"
+    r"|^error(?:\[\w+\])?: (?!test failed|could not compile|aborting)|^\S+\(\d+,\d+\): error\b"
+    r"|^\S+:\d+:\d+: (?:fatal )?error\b"
 )
 
 
@@ -127,7 +140,10 @@ def decisive_lines(text: str) -> str:
     if len(lines) <= ERROR_LINES and len(text) <= 4 * ERROR_LINE_CHARS:
         return "\n".join(lines)
     nonblank = [n for n, ln in enumerate(lines) if ln.strip()]
-    chosen = set(nonblank[:1]) | set(nonblank[-4:])
+    chosen = set(nonblank[:1]) | set(nonblank[-TAIL_LINES:])
+    anchors = [n for n in nonblank if _ANCHOR.match(lines[n])]
+    if anchors:
+        chosen |= set([n for n in nonblank if n >= anchors[-1]][:BLOCK_LINES])
     locations = [n for n in nonblank if re.match(r'\s*File "|\s*at |\s*-->', lines[n])]
     chosen |= set(locations[-1:])
     marked = [n for n in nonblank if DECISIVE.search(lines[n]) and n not in chosen]

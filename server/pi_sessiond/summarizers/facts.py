@@ -21,6 +21,9 @@ Invariants:
   (:mod:`.cues`), never by one language's words.
 * The last error is the newest failing tool result, failed user command or
   model error, reduced to its decisive lines (:func:`decisive_lines`).
+* TODOs: the assistant's next steps still open at the end of the range
+  (:func:`~.todos.open_todos`). ``decisions`` and ``goals`` are empty here: only
+  an earlier summary's Key Decisions and Goal items are hard facts (:mod:`.carry`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import attrs
 
 from pi_sessiond.summarizers.bashfiles import changed_paths
 from pi_sessiond.summarizers.cues import constraint_sentences, decisive_lines, prose_of
+from pi_sessiond.summarizers.todos import open_todos
 
 JsonDict = dict[str, Any]
 
@@ -58,6 +62,9 @@ class Facts:
     last_request: str = ""
     last_error: str = ""
     identifiers: tuple[str, ...] = ()
+    decisions: tuple[str, ...] = ()
+    todos: tuple[str, ...] = ()
+    goals: tuple[str, ...] = ()
 
 
 def message_text(msg: JsonDict) -> str:
@@ -153,10 +160,11 @@ def extract_facts(messages: Sequence[JsonDict]) -> Facts:
         read_files=read,
         modified_files=modified,
         bash_modified=by_bash,
-        constraints=tuple(_dedupe(s for text in users for s in constraint_sentences(text))),
+        constraints=tuple(dedupe(s for text in users for s in constraint_sentences(text))),
         last_request=latest_request(users),
         last_error=last_error,
         identifiers=tuple(_identifiers(messages, users)),
+        todos=tuple(open_todos(messages)),
     )
 
 
@@ -178,16 +186,17 @@ def identifiers_in(text: str) -> Iterator[str]:
 
 def _identifiers(messages: Sequence[JsonDict], users: Sequence[str]) -> list[str]:
     """The user's identifiers first (all of them), then the assistant's newest, up to the cap."""
-    mine = _dedupe(i for text in users for i in identifiers_in(text))
+    mine = dedupe(i for text in users for i in identifiers_in(text))
     theirs: list[str] = []
     for msg in reversed(messages):
         if isinstance(msg, dict) and msg.get("role") == "assistant":
             theirs.extend(i for i in identifiers_in(message_text(msg)) if "`" not in i)
     room = max(0, IDENTIFIERS_KEPT - len(mine))
-    return _dedupe([*mine, *_dedupe(theirs)[:room]])
+    return dedupe([*mine, *dedupe(theirs)[:room]])
 
 
-def _dedupe(items: Iterable[str]) -> list[str]:
+def dedupe(items: Iterable[str]) -> list[str]:
+    """``items`` once each (case and whitespace aside), first seen kept, order kept."""
     seen: dict[str, str] = {}
     for item in items:
         key = " ".join(item.lower().split())

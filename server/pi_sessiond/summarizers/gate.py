@@ -12,7 +12,11 @@ Invariants:
 * A fact counts as present when its text appears in the summary with case,
   whitespace, backticks and emphasis ignored; for an error, when its
   decisive lines (the last lines naming the failure) all appear.
-* Sections: constraints under Constraints & Preferences; the latest request,
+* Facts carried from an earlier summary (:mod:`.carry`) are required alike;
+  a constraint or decision marked superseded counts as present by its text
+  without the mark.
+* Sections: constraints under Constraints & Preferences, carried goals under Goal,
+  decisions under Key Decisions, open TODOs under Next Steps; the latest request,
   the last error and missing identifiers under Critical Context (history),
   In Progress / Blocked / Key Decisions (branch), Context Needed to Continue
   (turn prefix). A format of the user's own (no required headings) gets one
@@ -35,21 +39,29 @@ from pi_sessiond.summarizers.facts import Facts
 from pi_sessiond.summarizers.headings import normalize, section_bounds
 
 MARK = "[gate] "
+SUPERSEDED = " (superseded by a later item)"
 _TARGETS: dict[str, dict[str, str]] = {
     "history": {
         "constraint": "## Constraints & Preferences",
         "lastRequest": "## Critical Context",
         "lastError": "## Critical Context",
         "identifier": "## Critical Context",
+        "decision": "## Key Decisions",
+        "todo": "## Next Steps",
+        "goal": "## Goal",
     },
     "branch": {
         "constraint": "## Constraints & Preferences",
         "lastRequest": "### In Progress",
         "lastError": "### Blocked",
         "identifier": "## Key Decisions",
+        "decision": "## Key Decisions",
+        "todo": "## Next Steps",
+        "goal": "## Goal",
     },
     "turnPrefix": dict.fromkeys(
-        ("constraint", "lastRequest", "lastError", "identifier"), "## Context Needed to Continue"
+        ("constraint", "lastRequest", "lastError", "identifier", "decision", "todo", "goal"),
+        "## Context Needed to Continue",
     ),
 }
 _LABELS = {
@@ -57,6 +69,9 @@ _LABELS = {
     "lastError": "Last error: ",
     "identifier": "Identifiers: ",
 }
+# One section holds everything in a turn prefix: each kind says what it is (read back by :mod:`.carry`).
+_TURN_LABELS = {**_LABELS, "constraint": "Constraint: ", "decision": "Decision: ", "todo": "Next: ",
+                "goal": "Goal: "}
 
 
 @attrs.frozen
@@ -96,7 +111,10 @@ def error_present(error: str, summary_flat: str) -> bool:
 def missing_facts(summary: str, facts: Facts) -> list[Added]:
     """The facts ``summary`` lacks, as additions (constraints, request, error, identifiers)."""
     have = flat(summary)
-    added = [Added("constraint", c) for c in facts.constraints if not present(c, have)]
+    added = [Added("goal", g) for g in facts.goals if not present(g, have)]
+    added += [Added("constraint", c) for c in facts.constraints if not present(c.removesuffix(SUPERSEDED), have)]
+    added += [Added("decision", d) for d in facts.decisions if not present(d.removesuffix(SUPERSEDED), have)]
+    added += [Added("todo", t) for t in facts.todos if not present(t, have)]
     if facts.last_request and not present(facts.last_request[:300], have):
         added.append(Added("lastRequest", facts.last_request))
     if facts.last_error and not error_present(facts.last_error, have):
@@ -117,13 +135,14 @@ def repair(text: str, facts: Facts, purpose: Purpose, headings: Sequence[str]) -
         return Repaired(body, ())
     targets = _TARGETS[purpose] if headings else {}
     for heading in dict.fromkeys(targets.get(a.kind, "") for a in added):
-        items = [_item(a) for a in added if targets.get(a.kind, "") == heading]
+        items = [_item(a, purpose) for a in added if targets.get(a.kind, "") == heading]
         body = _insert(body, heading, items)
     return Repaired(body, tuple(added))
 
 
-def _item(addition: Added) -> str:
-    first, *rest = (_LABELS.get(addition.kind, "") + addition.text).split("\n")
+def _item(addition: Added, purpose: Purpose) -> str:
+    labels = _TURN_LABELS if purpose == "turnPrefix" else _LABELS
+    first, *rest = (labels.get(addition.kind, "") + addition.text).split("\n")
     return "\n".join(["- " + MARK + first, *("  " + line if line else "" for line in rest)])
 
 

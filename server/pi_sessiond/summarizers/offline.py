@@ -19,7 +19,12 @@ Invariants:
   summary for the same reason.
 * ``max_tokens`` (4 chars a token) and half the input (:func:`_budget_tokens`):
   the longest section loses its oldest item first, items matching the custom
-  instructions last; headings stay.
+  instructions last; goals, constraints, open TODOs, the last error and the
+  latest request go only when no narrative is left (the first goal last);
+  headings stay.
+* Carry-forward (:mod:`.carry`): goals, constraints and open TODOs an
+  earlier summary carried (its split-turn part, an earlier latest request, a
+  branch summary inside the range) are put back where the merge lost them.
 * Iterative: an update follows :mod:`.offline_merge` (one last error, one
   latest request, restated constraints and decisions marked superseded).
 * Long sessions keep their beginning: the first request stays first in Goal
@@ -34,16 +39,17 @@ from collections.abc import Sequence
 import attrs
 
 from pi_protocol import Usage
-from pi_sessiond.compaction.prompts import SPLIT_TURN_SEPARATOR
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
+from pi_sessiond.summarizers.carry import carry_forward, earlier_summaries
+from pi_sessiond.summarizers.facts import Facts
+from pi_sessiond.summarizers.gate import SUPERSEDED, flat, present
 from pi_sessiond.summarizers.offline_extract import Extraction, extract, message_text, trim_block
 from pi_sessiond.summarizers.offline_merge import CURRENT, STOPWORDS, merge
+from pi_sessiond.summarizers.summary_parse import parse_summary
 
 CHARS_PER_TOKEN = 4
 _LIMITS = {"goal": 12, "constraints": 40, "done": 40, "decisions": 10, "next": 8, "ids": 20}
-_FILE_TAGS = re.compile(r"\n*<(read-files|modified-files)>\n.*?\n</\1>", re.S)
-_ITEM = re.compile(r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)(.*)$")
 _CURRENT = CURRENT
 _STOPWORDS = STOPWORDS
 
@@ -64,7 +70,6 @@ _SPECS = {
 _HISTORY = ("goal", "constraints", "done", "in_progress", "blocked", "decisions", "next", "critical")
 _BRANCH = _HISTORY[:-1]
 _TURN_PREFIX = ("request", "early", "suffix")
-_HEADING_KEYS = {heading: key for key, (heading, _) in _SPECS.items()}
 
 
 @attrs.define
@@ -179,8 +184,29 @@ def _history_sections(found: Extraction, request: SummaryRequest, focus: frozens
         new["goal"].insert(0, "Additional focus: " + request.custom_instructions.strip())
     if request.purpose == "history" and request.previous_summary:
         new = merge(parse_summary(request.previous_summary), new, found.done_paths)
+    _carried_in(new, found, request)
     keys = _HISTORY if request.purpose == "history" else _BRANCH
     return [_Section(k, new[k], newest_first=k == "next") for k in keys]
+
+
+def _carried_in(sections: dict[str, list[str]], found: Extraction, request: SummaryRequest) -> None:
+    """The goals, constraints and open TODOs the earlier summaries carried (:mod:`.carry`), where the merge
+    lost them: a split-turn part, an earlier latest request, a branch summary inside the range."""
+    previous = request.previous_summary if request.purpose == "history" else None
+    if not earlier_summaries(previous, request.messages):
+        return
+    range_facts = Facts(constraints=found.constraints, modified_files=found.done_paths,
+                        last_request=found.last_request)
+    carried = carry_forward(range_facts, previous, request.messages)
+
+    def missing(key: str, items: Sequence[str]) -> list[str]:
+        have = flat("\n".join(sections[key]))
+        return [i for i in items if not present(i.removesuffix(SUPERSEDED), have)]
+
+    at = max(0, len(sections["goal"]) - 1)
+    sections["goal"][at:at] = missing("goal", carried.goals)
+    sections["constraints"][:0] = missing("constraints", carried.constraints)
+    sections["next"] += missing("next", carried.todos)
 
 
 def _critical(found: Extraction, request: SummaryRequest, focus: frozenset[str]) -> list[str]:
@@ -221,77 +247,30 @@ def _turn_prefix_sections(messages: Sequence[dict[str, object]], found: Extracti
     ]
 
 
-def parse_summary(text: str) -> dict[str, list[str]]:
-    """The items of a summary by section key; an unstructured one under ``earlier``.
-
-    A summary is structured when it has ``## Goal`` and ``## Progress`` and no
-    ``## `` heading of its own. A split-turn part is kept as one quoted item.
-    """
-    text = _FILE_TAGS.sub("", text).strip()
-    history, _, turn = text.partition(SPLIT_TURN_SEPARATOR.strip("\n"))
-    sections = _parse_structured(history.strip())
-    if sections is None:
-        sections = {"earlier": [_quote("Earlier context (previous summary, kept verbatim):", history)]}
-        sections.update(_lift(history))
-    if turn.strip():
-        sections.setdefault("critical", []).append(_quote("Earlier split-turn context:", turn))
-    return sections
+_KEPT_LONGEST = ("goal", "constraints", "next", "request")
+_KEPT_ITEMS = ("Last error:", "Last user request", "Latest user request", "Earlier split-turn context:")
 
 
-def _lift(text: str) -> dict[str, list[str]]:
-    """Goal and preference sections of a free-form summary, lifted into ours."""
-    lifted: dict[str, list[str]] = {}
-    for heading, body in re.findall(r"^## (.+)\n+((?:(?!#).*\n?)*)", text, re.M):
-        key = "goal" if heading.strip() == "Goal" else None
-        key = "constraints" if re.search(r"preference|constraint", heading, re.I) else key
-        if key is not None:
-            lines = [re.sub(r"^[-*+•]\s+|^\d+[.)]\s+", "", ln.strip()) for ln in body.splitlines()]
-            lifted.setdefault(key, []).extend(ln for ln in lines if ln)
-    return lifted
-
-
-def _quote(title: str, text: str) -> str:
-    return title + "\n" + "\n".join(("> " + line).rstrip() for line in text.strip().splitlines())
-
-
-def _parse_structured(text: str) -> dict[str, list[str]] | None:
-    top = re.findall(r"^## .*$", text, re.M)
-    known = all(h in _HEADING_KEYS or h == "## Progress" for h in top)
-    if "## Goal" not in top or "## Progress" not in top or not known:
-        return None
-    sections: dict[str, list[str]] = {}
-    items: list[str] | None = None
-    for line in text.splitlines():
-        if line.startswith("#"):
-            key = _HEADING_KEYS.get(line.strip())
-            items = sections.setdefault(key, []) if key else None
-        elif items is not None:
-            _add_line(items, line)
-    return {k: [i for i in v if i.strip() not in ("(none)", "")] for k, v in sections.items()}
-
-
-def _add_line(items: list[str], line: str) -> None:
-    if not line.strip():
-        return
-    bullet = _ITEM.match(line)
-    if bullet:
-        items.append(bullet.group(1))
-    elif line.startswith(" ") and items:
-        items[-1] += "\n" + (line[2:] if line.startswith("  ") else line[1:])
-    else:
-        items.append(line.strip())
+def _protected(section: _Section, item: str) -> bool:
+    """Trimmed only when nothing else is left: goals, constraints, open TODOs, the last error and request."""
+    return section.key in _KEPT_LONGEST or item.startswith(_KEPT_ITEMS)
 
 
 def _fit(sections: list[_Section], budget: int, focus: frozenset[str]) -> None:
-    """Drop the oldest item of the longest section until the text fits (headings stay)."""
-    while len(_render(sections, None)) > budget:
-        candidates = [s for s in sections if s.items]
-        if not candidates:
-            return
-        section = max(candidates, key=lambda s: sum(len(i) for i in s.items))
-        order = range(len(section.items) - 1, -1, -1) if section.newest_first else range(len(section.items))
-        plain = [i for i in order if not _matches(section.items[i], focus)]
-        del section.items[(plain or list(order))[0]]
+    """Drop the oldest item of the longest section until the text fits (headings stay): narrative first
+    (done, decisions, notes), then goals, constraints and open TODOs (the first goal last of all)."""
+    for keep in (True, False):
+        while len(_render(sections, None)) > budget:
+            candidates = [s for s in sections if any(not (keep and _protected(s, i)) for i in s.items)]
+            if not candidates:
+                break
+            section = max(candidates, key=lambda s: sum(len(i) for i in s.items))
+            indexes = range(len(section.items) - 1, -1, -1) if section.newest_first else range(len(section.items))
+            order = [i for i in indexes if not (keep and _protected(section, section.items[i]))]
+            if section.key == "goal" and len(order) > 1:
+                order = [i for i in order if i != 0]
+            plain = [i for i in order if not _matches(section.items[i], focus)]
+            del section.items[(plain or order)[0]]
 
 
 def _render(sections: list[_Section], progress: ProgressCallback | None) -> str:

@@ -21,6 +21,9 @@ Invariants:
 * Constraints: every requirement sentence of every user message, whole
   messages scanned, by structural cues (:mod:`.cues`).
 * Done files carry their full path exactly as the tool call wrote it.
+* Next steps: the assistant's steps still open at the cut, verbatim
+  (:func:`~.todos.open_todos`, shared with the fidelity gate's ``todo``
+  facts), after "Finish: …" for an unfinished request.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from pi_sessiond.summarizers.offline_text import (
     sentences,
     trim_block,
 )
+from pi_sessiond.summarizers.todos import open_todos
 
 __all__ = ["Extraction", "extract", "message_text", "trim_block"]
 
@@ -53,8 +57,6 @@ COMMITS_KEPT = 10
 COMMANDS_KEPT = 8
 _FILE_TOOLS = frozenset({"read", "edit", "write"})
 _COMMIT = re.compile(r"git commit\b.*?-m\s+([\"'])(.+?)\1", re.S)
-_NUMBERED = re.compile(r"^\s*\d+[.)]\s+(.+)$", re.M)
-_TICKED = re.compile(r"^\s*(?:\[[xX]\]|✅|✓|~~)|\((?:done|fixed)\)|~~$")
 _DECISION = re.compile(
     r"\b(?:I'll|I will|let's|we'll|we will|instead|decided|decide to|switch(?:ed|ing)? to|going with|"
     r"go with|the fix is|the approach|better to|rather than|we can have|we should|use `)",
@@ -281,25 +283,13 @@ def _decisions(scan: _Scan) -> list[str]:
     return _dedupe(found)
 
 
-def _plan(scan: _Scan, since: int) -> list[str]:
-    """The newest numbered plan's steps still open (none naming a file changed after it), then "next" sentences."""
-    steps: list[str] = []
-    for at, text in reversed(scan.assistant_texts):
-        numbered = _NUMBERED.findall(text)
-        if len(numbered) >= 2:
-            steps = [condense(s, 160) for s in numbered[:8] if not _done_since(scan, s, at)]
-            break
+def _plan(scan: _Scan, since: int, messages: Sequence[JsonDict]) -> list[str]:
+    """The assistant's still-open steps (:func:`~.todos.open_todos`: its newest numbered plan, ``TODO:``
+    / ``Next:`` items, unticked boxes — done ones dropped), then its recent "still need to" sentences."""
+    steps = list(open_todos(messages))
     recent = [t for i, t in scan.assistant_texts[-2:] if i > since]
     steps += [condense(s, 160) for t in recent for s in sentences(t) if _PLAN_SENTENCE.match(s)]
     return steps
-
-
-def _done_since(scan: _Scan, step: str, at: int) -> bool:
-    """A step is done when it is ticked or names a file edited/written after the plan was made."""
-    if _TICKED.search(step):
-        return True
-    changed = [w.path for w in scan.files.values() if w.last > at]
-    return any(p in step or p.rsplit("/", 1)[-1] in step for p in changed)
 
 
 def extract(messages: Sequence[JsonDict], focus: Iterable[str] = ()) -> Extraction:
@@ -321,7 +311,7 @@ def extract(messages: Sequence[JsonDict], focus: Iterable[str] = ()) -> Extracti
         in_progress += [condense(t, 200) for i, t in scan.assistant_texts[-2:] if i > last_index]
     blocked = [headline(text) for _, text in sorted(scan.failures.values())]
     done = _done(scan, finished, current, tuple(focus))
-    steps = ([f"Finish: {current}"] if in_progress else []) + _plan(scan, last_index)
+    steps = ([f"Finish: {current}"] if in_progress else []) + _plan(scan, last_index, messages)
     steps += [f"Resolve: {b}" for b in blocked]
     return Extraction(
         requests=tuple(requests),

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from pi_sessiond.summarizers.gate import MARK
+from pi_sessiond.summarizers.gate import MARK, SUPERSEDED
 
 CURRENT = " (current)"
 STOPWORDS = frozenset(
@@ -43,7 +43,7 @@ def merge(old: dict[str, list[str]], new: dict[str, list[str]], done_paths: Sequ
                            new["critical"]),
     }
     for key in ("constraints", "decisions"):
-        merged[key] = _union(_superseded_marked(old.get(key, []), [n for n in new[key] if n not in old.get(key, [])]),
+        merged[key] = _union(superseded_marked(old.get(key, []), [n for n in new[key] if n not in old.get(key, [])]),
                              new[key])
     return merged
 
@@ -73,10 +73,7 @@ def _words(item: str) -> set[str]:
     return {w for w in re.findall(r"\w{3,}", item.lower()) if w not in STOPWORDS}
 
 
-SUPERSEDED = " (superseded by a later item)"
-
-
-def _superseded_marked(old: list[str], new: list[str]) -> list[str]:
+def superseded_marked(old: list[str], new: list[str]) -> list[str]:
     """Old items a new one restates (3/5 of the old item's significant words, at least two) are marked.
 
     Marked, not dropped: word overlap cannot tell a changed preference from two
@@ -93,7 +90,7 @@ def _superseded_marked(old: list[str], new: list[str]) -> list[str]:
 
 def _superseded_dropped(old: list[str], new: list[str]) -> list[str]:
     """Old blocked items a new failure of the same sort restates are gone (one current error of a kind)."""
-    marked = _superseded_marked(old, new)
+    marked = superseded_marked(old, new)
     return [item for item, was in zip(marked, old, strict=True) if item == was or was.endswith(SUPERSEDED)]
 
 

@@ -53,6 +53,7 @@ from pi_sessiond.pipeline.requests import (
 from pi_sessiond.pipeline.summaries import RunOptions, SummaryValidationError, summarize_compaction
 from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.base import Summarizer
+from pi_sessiond.summarizers.carry import carry_forward
 from pi_sessiond.summarizers.config import SummarizerSettings
 from pi_sessiond.summarizers.errors import SummarizerError
 from pi_sessiond.summarizers.factory import make_summarizer
@@ -250,10 +251,12 @@ async def test_only_a_new_turn_prefix_keeps_the_previous_summary(
     assert "No prior history" not in text.text
 
 
-def gated(body: JsonDict, messages: Any, purpose: str) -> str:
-    """The loopback's answer to ``body`` as the fidelity gate repairs it (the facts of ``messages``)."""
+def gated(body: JsonDict, messages: Any, purpose: str, previous: str | None = None) -> str:
+    """The loopback's answer to ``body`` as the fidelity gate repairs it (the facts of ``messages`` and of
+    the ``previous`` summary they carry forward)."""
     headings = {"history": HISTORY_HEADINGS, "turnPrefix": TURN_PREFIX_HEADINGS, "branch": BRANCH_HEADINGS}[purpose]
-    return repair(default_reply(body), extract_facts(messages), purpose, headings).text  # type: ignore[arg-type]
+    facts = carry_forward(extract_facts(messages), previous, messages)
+    return repair(default_reply(body), facts, purpose, headings).text  # type: ignore[arg-type]
 
 
 def _assert_merged_entry(
@@ -264,7 +267,7 @@ def _assert_merged_entry(
     details = entry["details"]
     assert details["modifiedFiles"], "the fixture modifies files: the file block must not be empty"
     files = format_file_operations(details["readFiles"], details["modifiedFiles"])
-    head = gated(history.body, prep.messages_to_summarize, "history")
+    head = gated(history.body, prep.messages_to_summarize, "history", prep.previous_summary)
     merged = head + SPLIT_TURN_SEPARATOR + gated(prefix.body, prep.turn_prefix_messages, "turnPrefix") + files
     assert entry["summary"] == merged
     # The loopback's answer lacks the fixture's latest request: the gate added it, and says so.

@@ -1,0 +1,208 @@
+"""Carry-forward: the facts an earlier summary carried are facts of the next one too.
+
+``carry_forward(facts, previous, messages)`` returns the range's hard facts
+(:func:`~.facts.extract_facts`) joined with those of the earlier summaries
+the new one replaces: the previous compaction's summary and every branch or
+compaction summary inside the summarized range, oldest first. The gate then
+requires them exactly like facts of the range, so nothing a summary once kept
+is lost when a model (or a size bound) drops it at the next compaction.
+
+Invariants:
+
+* Read from our own section format (:mod:`.summary_parse`; a free-form
+  summary gives only its goal/constraint sections): the
+  Constraints & Preferences items, the Key Decisions, the Next Steps (open
+  TODOs), the backticked identifiers of the Critical Context identifier
+  lines, its "Last error" and its latest request. A split-turn part (after
+  Pi's separator, or quoted by an earlier merge) adds the requirements of
+  its Original Request and the labelled items of its Context Needed to
+  Continue (``Constraint:``, ``Decision:``, ``Next:``, the error, request and
+  identifier labels); it is newer than the history part. ``[gate]`` marks
+  are stripped.
+* The later wins: a carried constraint or decision a newer one of the range
+  restates is marked superseded (:func:`~.offline_merge.superseded_marked`);
+  the carried last error only when the range has no error of its own, the
+  carried request only when the range has no request.
+* Goals: the earlier Goal items, and an earlier latest request that a newer
+  one replaces as one more goal (``Earlier request (verbatim): …``, it may
+  hold requirements no structural cue shows); at most ``GOALS_KEPT`` (the
+  first and the newest), ``EARLIER_REQUESTS`` of them earlier requests.
+* A carried TODO is dropped when it is ticked or names a file the range
+  changed (done since). Bounded: at most ``TODOS_KEPT`` TODOs and
+  ``CARRIED_IDENTIFIERS`` carried identifiers beyond the range's own.
+* Pure and deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from pi_sessiond.summarizers.cues import constraint_sentences
+from pi_sessiond.summarizers.facts import Facts, dedupe
+from pi_sessiond.summarizers.gate import MARK, SUPERSEDED
+from pi_sessiond.summarizers.offline_merge import CURRENT, superseded_marked
+from pi_sessiond.summarizers.summary_parse import SPLIT_TURN_TITLE, parse_sections, parse_summary, split_turn_part
+from pi_sessiond.summarizers.todos import is_ticked, names_changed_file
+
+JsonDict = dict[str, Any]
+
+TODOS_KEPT = 16
+CARRIED_IDENTIFIERS = 20
+GOALS_KEPT = 24
+EARLIER_REQUESTS = 10
+EARLIER_REQUEST = "Earlier request (verbatim): "
+CARRIED_ERROR = "(carried from the previous summary)"
+_ERROR = ("Last error:", "Error:")
+_REQUEST = ("Latest user request (verbatim):", "Last user request (verbatim):")
+_TURN_LABELS = ("Constraint:", "Decision:", "Next:")
+_TICK = re.compile(r"`([^`\n]{2,120})`")
+
+
+@attrs.frozen
+class Carried:
+    """What one or more earlier summaries said, oldest first."""
+
+    constraints: tuple[str, ...] = ()
+    decisions: tuple[str, ...] = ()
+    todos: tuple[str, ...] = ()
+    identifiers: tuple[str, ...] = ()
+    last_error: str = ""
+    last_request: str = ""
+    goals: tuple[str, ...] = ()
+
+
+def earlier_summaries(previous: str | None, messages: Sequence[JsonDict]) -> list[str]:
+    """The previous summary, then the branch/compaction summaries inside ``messages``, in order."""
+    texts = [previous] if previous else []
+    for msg in messages:
+        if isinstance(msg, dict) and msg.get("role") in ("branchSummary", "compactionSummary"):
+            summary = msg.get("summary")
+            if isinstance(summary, str) and summary.strip():
+                texts.append(summary)
+    return texts
+
+
+def read_summary(text: str) -> Carried:
+    """The facts one summary of ours carries (module invariants), its split-turn parts included."""
+    sections = {k: [_unmarked(i) for i in v] for k, v in parse_summary(text).items()}
+    critical = sections.get("critical", [])
+    quoted = [_unquote(i) for i in critical if i.startswith(SPLIT_TURN_TITLE)]
+    turns = [parse_sections(q) for q in quoted] + [split_turn_part(text)]
+    parts = [_from_items(sections.get("constraints", []), sections.get("decisions", []),
+                         sections.get("next", []), critical)]
+    parts[0] = attrs.evolve(parts[0], goals=tuple(g.removesuffix(CURRENT) for g in sections.get("goal", [])))
+    parts += [_from_turn(turn) for turn in turns if turn]
+    return combine_read(parts)
+
+
+def _from_items(constraints: list[str], decisions: list[str], todos: list[str], context: list[str]) -> Carried:
+    errors = [_after_label(i, _ERROR) for i in context if i.startswith(_ERROR)]
+    requests = [_after_label(i, _REQUEST) for i in context if i.startswith(_REQUEST)]
+    ids = [m for i in context if i.startswith("Identifiers") for m in _TICK.findall(i)]
+    return Carried(
+        constraints=tuple(constraints),
+        decisions=tuple(decisions),
+        todos=tuple(todos),
+        identifiers=tuple(ids),
+        last_error=errors[-1] if errors else "",
+        last_request=requests[-1] if requests else "",
+    )
+
+
+def _from_turn(turn: dict[str, list[str]]) -> Carried:
+    """A turn-prefix part: the labelled items of its context, the requirements of its original request."""
+    suffix = [_unmarked(i) for i in turn.get("suffix", [])]
+    request = "\n".join(ln.removeprefix(">").strip() for ln in turn.get("request", []))
+    labelled = {label: [_after_label(i, (label,)) for i in suffix if i.startswith(label)] for label in _TURN_LABELS}
+    constraints = [*constraint_sentences(request), *labelled["Constraint:"]]
+    found = _from_items(constraints, labelled["Decision:"], labelled["Next:"], suffix)
+    return found if found.last_request or not request.strip() else attrs.evolve(found, last_request=request.strip())
+
+
+def _unquote(item: str) -> str:
+    return "\n".join(ln.removeprefix(">").removeprefix(" ") for ln in item.splitlines()[1:])
+
+
+def _unmarked(item: str) -> str:
+    return item.removeprefix(MARK).strip()
+
+
+def _after_label(item: str, labels: tuple[str, ...]) -> str:
+    label = next(lb for lb in labels if item.startswith(lb))
+    return item[len(label) :].strip()
+
+
+def combine(summaries: Iterable[str]) -> Carried:
+    """The facts of several earlier summaries, oldest first; the later's singletons win."""
+    return combine_read(read_summary(text) for text in summaries)
+
+
+def combine_read(parts: Iterable[Carried]) -> Carried:
+    """Several read summaries (or parts of one) as one, oldest first; the later's singletons win."""
+    out = Carried()
+    for one in parts:
+        out = Carried(
+            constraints=(*superseded_marked(list(out.constraints), list(one.constraints)), *one.constraints),
+            decisions=(*superseded_marked(list(out.decisions), list(one.decisions)), *one.decisions),
+            todos=(*one.todos, *out.todos),
+            identifiers=(*one.identifiers, *out.identifiers),
+            last_error=one.last_error or out.last_error,
+            last_request=one.last_request or out.last_request,
+            goals=(*out.goals, *one.goals, *_earlier_request(out.last_request, one.last_request)),
+        )
+    return out
+
+
+def carry_forward(facts: Facts, previous: str | None, messages: Sequence[JsonDict]) -> Facts:
+    """``facts`` of the range joined with those of the summaries it replaces (module invariants)."""
+    texts = earlier_summaries(previous, messages)
+    if not texts:
+        return facts
+    old = combine(texts)
+    constraints = _later_wins(old.constraints, facts.constraints)
+    decisions = _later_wins(old.decisions, facts.decisions)
+    todos = [t for t in old.todos if not is_ticked(t) and not names_changed_file(t, facts.modified_files)]
+    ids = dedupe([*facts.identifiers, *dedupe(i for i in old.identifiers if i not in facts.identifiers)
+                  [:CARRIED_IDENTIFIERS]])
+    error = facts.last_error
+    if not error and old.last_error:
+        error = old.last_error if old.last_error.startswith(CARRIED_ERROR) else f"{CARRIED_ERROR}\n{old.last_error}"
+    goals = dedupe([*old.goals, *_earlier_request(old.last_request, facts.last_request)])
+    return attrs.evolve(
+        facts,
+        goals=tuple(_bounded_goals(goals)),
+        constraints=tuple(constraints),
+        decisions=tuple(decisions),
+        todos=tuple(dedupe([*facts.todos, *todos])[:TODOS_KEPT]),
+        identifiers=tuple(ids),
+        last_error=error,
+        last_request=facts.last_request or old.last_request,
+    )
+
+
+def _earlier_request(old: str, new: str) -> list[str]:
+    """An older latest request a newer one replaces, as a goal item (it may hold requirements no cue shows)."""
+    if not old or not new or " ".join(old.split()) == " ".join(new.split()):
+        return []
+    return [old if old.startswith(EARLIER_REQUEST) else EARLIER_REQUEST + old]
+
+
+def _bounded_goals(goals: list[str]) -> list[str]:
+    """The first goal, then the newest: at most ``GOALS_KEPT``, of them ``EARLIER_REQUESTS`` earlier requests."""
+    earlier = [g for g in goals if g.startswith(EARLIER_REQUEST)][-EARLIER_REQUESTS:]
+    plain = [g for g in goals if not g.startswith(EARLIER_REQUEST)]
+    room = GOALS_KEPT - len(earlier)
+    plain = plain[:1] + plain[1:][-(room - 1) :] if len(plain) > room else plain
+    return [g for g in goals if g in plain or g in earlier]
+
+
+def _later_wins(old: Sequence[str], new: Sequence[str]) -> list[str]:
+    """``old`` (restated ones marked superseded) then ``new``, each once."""
+    fresh = [n for n in new if n not in old]
+    marked = superseded_marked([o.removesuffix(SUPERSEDED) for o in old], fresh)
+    kept = [m if m.endswith(SUPERSEDED) or not o.endswith(SUPERSEDED) else o for m, o in zip(marked, old, strict=True)]
+    return dedupe([*kept, *new])

@@ -1,0 +1,165 @@
+"""The assistant's next steps still open at the cut.
+
+``open_todos(messages)`` reads the assistant's text (oldest first) for the
+steps it said were still to do: a ``TODO:`` / ``Next:`` / ``Then:`` item (a
+few languages), the list under such a heading or label (``**Next steps:**``),
+an unticked checkbox ``- [ ]``, a sentence saying something still needs
+doing, and the steps of its newest numbered plan (two or more numbered
+lines). It returns them verbatim, oldest
+first, without those already done.
+
+Invariants:
+
+* A step is done when it is ticked (``[x]``, ``✅``, ``✓``, ``~~struck~~``,
+  ``(done)``), when a later assistant sentence with a completion word
+  restates it (3/5 of its significant words), or when it names a file that
+  a later ``edit``/``write``/``bash`` call changed.
+* At most ``TODOS_KEPT`` (the newest), each at most ``TODO_CHARS``.
+* Pure and deterministic; shares nothing with the summary format.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pi_sessiond.summarizers.bashfiles import changed_paths
+
+JsonDict = dict[str, Any]
+
+TODOS_KEPT = 16
+TODO_CHARS = 300
+_CUE_WORDS = (
+    r"TODO|FIXME|Next(?: steps?)?|Then|Remaining(?: work| steps)?|Still to do|Left to do|Open (?:TODOs|items)|"
+    r"To ?do|Follow-ups?|Als Nächstes|Nächste(?:r)? Schritte?|Offen|Siguiente(?: paso)?|Siguientes pasos|"
+    r"Pendiente|Prochaine étape|Prochaines étapes|À faire|Ensuite|Prossimo passo|Prossimi passi|Da fare|"
+    r"次に|次は|残り|TODO\(\w+\)"
+)
+_CUE = re.compile(
+    rf"^\s*(?:[-*•+]\s+)?(?:\*\*)?(?:{_CUE_WORDS})(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*(\S.*)$", re.I | re.M
+)
+# A heading or label of its own ("**Next steps:**", "## TODO") whose list items are the steps.
+_CUE_HEAD = re.compile(rf"^\s*(?:#+\s*)?(?:\*\*)?(?:{_CUE_WORDS})(?:\*\*)?\s*[:：]?\s*(?:\*\*)?\s*$", re.I)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(?!\[[ xX]\])(.+)$")
+# A sentence that says something is still to be done.
+_STILL = re.compile(
+    r"\b(?:I (?:still )?need to|still needs? to|still has to|remains? to be|is still (?:missing|open|pending)|"
+    r"not (?:done|implemented) yet|il reste à|fehlt noch|muss noch|falta|queda pendiente)\b",
+    re.I,
+)
+_BOX = re.compile(r"^\s*[-*+]\s+\[([ xX])\]\s+(.+)$", re.M)
+_NUMBERED = re.compile(r"^\s*\d+[.)]\s+(.+)$", re.M)
+_TICKED = re.compile(r"^\s*(?:\[[xX]\]|✅|✓|✔|~~)|\((?:done|fixed|erledigt|hecho|fait)\)|~~\s*$|[✅✓✔]\s*$", re.I)
+_COMPLETED = re.compile(
+    r"\b(?:done|finished|completed|fixed|implemented|added|resolved|erledigt|fertig|hecho|terminé|fatto)\b|完了|済み",
+    re.I,
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_STOP = frozenset({"the", "and", "for", "with", "that", "this", "then", "from", "into", "next", "todo"})
+
+
+def is_ticked(step: str) -> bool:
+    """Whether ``step`` is marked done in its own text."""
+    return _TICKED.search(step) is not None
+
+
+def names_changed_file(step: str, paths: Sequence[str]) -> bool:
+    """Whether ``step`` names one of ``paths`` (whole, or a base name with an extension)."""
+    for path in paths:
+        base = path.rsplit("/", 1)[-1]
+        if path in step or ("." in base and re.search(rf"(?<![\w.-]){re.escape(base)}(?![\w-])", step)):
+            return True
+    return False
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"\w{3,}", text.lower()) if w not in _STOP}
+
+
+def _text(msg: JsonDict) -> str:
+    content = msg.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+
+
+def _changed(msg: JsonDict) -> Iterator[str]:
+    for block in msg.get("content") or ():
+        if not isinstance(block, dict) or block.get("type") != "toolCall":
+            continue
+        args = block.get("arguments")
+        if not isinstance(args, dict):
+            continue
+        if block.get("name") in ("edit", "write") and isinstance(args.get("path"), str):
+            yield args["path"]
+        elif block.get("name") == "bash" and isinstance(args.get("command"), str):
+            yield from changed_paths(args["command"])
+
+
+def steps_in(text: str) -> list[tuple[str, bool, bool]]:
+    """``(step, ticked, numbered)`` of one assistant text: cue items, checkboxes, a numbered plan's steps."""
+    found = [(m.group(1).strip(), False, False) for m in _CUE.finditer(text)]
+    listed = _listed_under_cue(text)
+    found += [(item, is_ticked(item), False) for item in listed]
+    found += [(m.group(2).strip(), m.group(1) != " ", False) for m in _BOX.finditer(text)]
+    numbered = [s.strip() for s in _NUMBERED.findall(text) if s.strip() not in listed]
+    if len(numbered) >= 2:
+        found += [(s, is_ticked(s), True) for s in numbered]
+    found += [(s.strip(), False, False) for s in _SENTENCE.split(text) if _STILL.search(s) and not _CUE.match(s)]
+    return found
+
+
+def _listed_under_cue(text: str) -> list[str]:
+    """The list items right under a cue heading (until the first line that is not an item)."""
+    items: list[str] = []
+    under = False
+    for line in text.splitlines():
+        if _CUE_HEAD.match(line):
+            under = True
+            continue
+        item = _LIST_ITEM.match(line)
+        if under and item:
+            items.append(item.group(1).strip())
+        elif line.strip():
+            under = False
+    return items
+
+
+def open_todos(messages: Sequence[JsonDict]) -> list[str]:
+    """The still-open next steps of the assistant in ``messages`` (module invariants)."""
+    stated: dict[str, tuple[int, str, bool, bool]] = {}
+    done: list[tuple[int, str]] = []
+    changed: list[tuple[int, str]] = []
+    last_plan = -1
+    for index, msg in enumerate(messages):
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            continue
+        text = _text(msg)
+        for step, ticked, numbered in steps_in(text):
+            last_plan = index if numbered else last_plan
+            key = " ".join(re.sub(r"^\s*(?:\[[ xX]\]|✅|✓)\s*", "", step).lower().split())
+            if ticked:
+                done.append((index, step))
+            stated.pop(key, None)
+            stated[key] = (index, step, numbered, ticked)
+        done += [(index, s) for s in _SENTENCE.split(text) if _COMPLETED.search(s) and not _CUE.match(s)]
+        changed += [(index, p) for p in _changed(msg)]
+    open_steps = [
+        step if len(step) <= TODO_CHARS else step[:TODO_CHARS].rstrip() + "…"
+        for index, step, numbered, ticked in stated.values()
+        if not (ticked or (numbered and index != last_plan) or _done_later(step, index, done, changed))
+    ]
+    return open_steps[-TODOS_KEPT:]
+
+
+def _done_later(step: str, index: int, done: list[tuple[int, str]], changed: list[tuple[int, str]]) -> bool:
+    """A later completion sentence restates ``step``, or a later call changed a file it names."""
+    words = _words(step)
+    for at, sentence in done:
+        overlap = words & _words(sentence)
+        if at > index and words and len(overlap) >= max(2, 0.6 * len(words)):
+            return True
+    return names_changed_file(step, [p for at, p in changed if at > index])
