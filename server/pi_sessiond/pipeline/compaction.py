@@ -57,10 +57,11 @@ from pi_sessiond.pipeline.summaries import (
     add_usage,
     summarize_compaction,
 )
+from pi_sessiond.store.building import Completer
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.layout import iso_ms, now_iso
 from pi_sessiond.store.projection import project_path
-from pi_sessiond.store.session import Completer, Session
+from pi_sessiond.store.session import Session
 from pi_sessiond.store.system import current_system_message
 from pi_sessiond.summarizers.base import Summarizer, SummaryRequest
 from pi_sessiond.summarizers.gate import Added

@@ -14,17 +14,12 @@ Write rules (PROTOCOL.md "Session data", reference §1.8):
   :class:`NotASessionError` and left untouched (``store/pathcheck.py``, before
   a byte is read); a file above ``max_bytes`` or the line limit is
   :class:`TooLargeError`.
-- Other writers (``guard.py``): the first write takes the sidecar ``.lock``
-  (another process writing the same file gets ``LockedError``); lines another
-  program appended are folded in (:meth:`Session.refresh`, and before each of
-  our writes), never overwritten, read from the last offset we accounted for
-  (never from the size after our own write). A torn last line of another
-  writer is waited for (up to ``TORN_LINE_WAIT`` seconds) before we write,
-  never mended. When the folded-in entries continue our leaf's branch, the
-  leaf follows the file's last entry (Pi's rule on load); otherwise it stays.
-  A write finds the file at the size we accounted for or folds in and builds
-  its entries again (on the newest leaf); lines another writer slipped in
-  between that check and our write are folded in after ours.
+- Other writers (the lock, offsets, foreign appends: ``guard.py``): lines
+  another program appended are folded in (:meth:`Session.refresh`, and before
+  each of our writes), never overwritten; a torn last line of theirs is waited
+  for (``TORN_LINE_WAIT``), never mended; the leaf follows folded-in entries
+  that continue its branch (Pi's rule on load). A write finds the file at the
+  size we accounted for, or folds in and builds its entries again on the newest leaf.
 - An append changes memory only after its bytes are on disk: a failed write
   leaves the session and the file as they were and raises
   :class:`WriteFailedError` (``{path, cause}``); if another program appended
@@ -38,10 +33,11 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pi_sessiond.store.building import Completer, build_entries, new_header, placeholder_header, render_file
 from pi_sessiond.store.context import UNSET, SessionContext, _Unset, build_session_context, resolve_leaf, walk_path
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.errors import (
@@ -53,9 +49,9 @@ from pi_sessiond.store.errors import (
     WriteFailedError,
 )
 from pi_sessiond.store.files import append_bytes, atomic_write, gc_paused, probe_writable
-from pi_sessiond.store.guard import ChangedUnderneathError, FileGuard
+from pi_sessiond.store.guard import ChangedUnderneathError, FileGuard, lock_path_of
 from pi_sessiond.store.jsontext import dumps
-from pi_sessiond.store.layout import new_entry_id, new_session_id, now_iso, session_file_name
+from pi_sessiond.store.layout import new_session_id, session_file_name
 from pi_sessiond.store.livecontext import LiveContext
 from pi_sessiond.store.migrate import CURRENT_VERSION, header_version, migrate
 from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES, check_line_count, check_new_file, check_session_file
@@ -64,9 +60,6 @@ from pi_sessiond.store.reader import Warning, parse_session_bytes, read_session_
 from pi_sessiond.store.tree import SessionTree, timestamp_ms
 
 JsonDict = dict[str, Any]
-Completer = Callable[[JsonDict], JsonDict]
-"""Finishes an entry whose id, parentId and timestamp were just assigned (see :meth:`Session.append`)."""
-_OWN_FIELDS_FIRST = frozenset({"custom", "custom_message"})
 _CONVERSATION_ROLES = frozenset({"user", "assistant"})  # a new file is created at the first of these
 TORN_LINE_WAIT = 2.0  # seconds a write waits for another writer to finish its last line
 WRITE_ATTEMPTS = 20  # times a write re-folds and rebuilds when another writer keeps appending
@@ -112,7 +105,7 @@ class Session:
             missing_header = result.header is None
             version = header_version(result.header)
             migrated = migrate(result) if not missing_header else False
-            header = result.header if result.header is not None else _placeholder_header()
+            header = result.header if result.header is not None else placeholder_header()
             session = cls(header, SessionTree(result.entries), path)
         session.warnings = list(result.warnings)
         session._kept = result.kept
@@ -138,13 +131,8 @@ class Session:
         parent_session: str | None = None,
     ) -> Session:
         """A new, empty session; its file appears with the first user or assistant message."""
-        sid = session_id or new_session_id()
-        timestamp = now_iso()
-        header: JsonDict = {"type": "session", "version": CURRENT_VERSION, "id": sid}
-        header.update(timestamp=timestamp, cwd=cwd)
-        if parent_session is not None:
-            header["parentSession"] = parent_session
-        path = directory / session_file_name(timestamp, sid) if directory is not None else None
+        header = new_header(cwd, session_id or new_session_id(), parent_session)
+        path = directory / session_file_name(header["timestamp"], header["id"]) if directory is not None else None
         return cls(header, SessionTree(), path)
 
     # ------------------------------------------------------------------ read
@@ -279,7 +267,7 @@ class Session:
             self._before_write()
             if verify is not None:
                 verify()
-            built = self._build_all(new_entries, complete)
+            built = build_entries(new_entries, self.tree.leaf_id, self.tree.by_id, complete)
             gap = self._persist([dumps(entry.data) + b"\n" for entry in built], built)
             if gap is not None:
                 break
@@ -289,15 +277,6 @@ class Session:
             self.tree.add(entry)
             self._live.on_append(entry)
         self._fold_in(gap)
-        return built
-
-    def _build_all(self, new_entries: list[JsonDict], complete: Completer | None) -> list[Entry]:
-        built: list[Entry] = []
-        parent = self.tree.leaf_id
-        for data in new_entries:
-            entry = self._build(data, parent, _Taken(self.tree.by_id, built), complete)
-            built.append(entry)
-            parent = entry.id
         return built
 
     def close(self) -> None:
@@ -310,14 +289,7 @@ class Session:
         self.close()
         if self.path is not None and not self._on_disk and not self.path.exists():
             with contextlib.suppress(OSError):
-                self.path.with_name(self.path.name + ".lock").unlink()
-
-    def _build(self, data: JsonDict, parent: str | None, taken: Container[str], complete: Completer | None) -> Entry:
-        kind = str(data["type"])
-        base = {"id": new_entry_id(taken), "parentId": parent, "timestamp": now_iso()}
-        rest = {k: v for k, v in data.items() if k not in ("type", "id", "parentId", "timestamp")}
-        full = {"type": kind, **rest, **base} if kind in _OWN_FIELDS_FIRST else {"type": kind, **base, **rest}
-        return Entry.from_data(complete(full) if complete is not None else full)
+                lock_path_of(self.path).unlink()
 
     def check_writable(self) -> None:
         """Raise what a write now would raise, writing nothing (call before paying a summarizer).
@@ -373,7 +345,7 @@ class Session:
         leaf = self.tree.leaf_id
         for entry in result.entries:
             self.tree.add(entry)
-        if result.entries and _continues(self.tree, leaf, result.entries):
+        if result.entries and self.tree.descends(leaf, result.entries):
             for entry in result.entries:
                 self._live.on_append(entry)
         else:
@@ -428,46 +400,5 @@ class Session:
             self._guard.rewrote()
 
     def render(self, extra: list[Entry] | None = None) -> bytes:
-        """The whole file as it should be on disk now (plus ``extra`` entries).
-
-        Lines skipped for their depth are copied as they were, after the entry
-        they followed (reader.py): a rewrite never drops them.
-        """
-        kept: dict[int, list[bytes]] = {}
-        for after, line in self._kept:
-            kept.setdefault(id(after), []).append(line + b"\n")
-        parts = [dumps(self.header) + b"\n", *kept.pop(id(None), ())]
-        for entry in (*self.entries, *(extra or ())):
-            raw = entry.raw
-            parts.append((raw if raw is not None else dumps(entry.data)) + b"\n")
-            parts.extend(kept.pop(id(entry), ()))
-        parts.extend(line for lines in kept.values() for line in lines)  # their entry was dropped
-        return b"".join(parts)
-
-
-def _continues(tree: SessionTree, leaf: str | None, added: Sequence[Entry]) -> bool:
-    """Whether the last of the just ``added`` entries descends from ``leaf`` (through added entries only)."""
-    if leaf is None:
-        return True
-    new = {e.id for e in added}
-    for entry in tree.iter_up(added[-1].id):
-        if entry.id == leaf:
-            return True
-        if entry.id not in new:
-            return False
-    return False
-
-
-class _Taken:
-    """Ids in use: the session's plus those built in the current append."""
-
-    def __init__(self, by_id: Container[str], built: list[Entry]) -> None:
-        self._by_id = by_id
-        self._built = built
-
-    def __contains__(self, entry_id: object) -> bool:
-        return entry_id in self._by_id or any(e.id == entry_id for e in self._built)
-
-
-def _placeholder_header() -> JsonDict:
-    return {"type": "session", "version": CURRENT_VERSION, "id": new_session_id(), "cwd": ""}
+        """The whole file as it should be on disk now (plus ``extra`` entries; see :func:`render_file`)."""
+        return render_file(self.header, [*self.entries, *(extra or ())], self._kept)

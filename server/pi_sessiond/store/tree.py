@@ -17,7 +17,7 @@ Pure and in memory. Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from pi_sessiond.store.entry import Entry
@@ -121,6 +121,18 @@ class SessionTree:
             seen.add(current.id)
             yield current
             current = self.by_id.get(current.parent_id) if current.parent_id else None
+
+    def descends(self, leaf: str | None, added: Sequence[Entry]) -> bool:
+        """Whether the last of the just ``added`` entries descends from ``leaf`` through added entries only."""
+        if leaf is None:
+            return True
+        new = {e.id for e in added}
+        for entry in self.iter_up(added[-1].id):
+            if entry.id == leaf:
+                return True
+            if entry.id not in new:
+                return False
+        return False
 
     def path(self, entry_id: str | None = None) -> list[Entry]:
         """Root -> ``entry_id`` (default: the leaf), inclusive; ``[]`` if unknown."""
