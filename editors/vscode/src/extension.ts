@@ -10,7 +10,9 @@ import { formatTokens } from "./core/status";
 import { Commands } from "./vscode/commands";
 import { explicitSetting } from "./vscode/config";
 import { Daemon } from "./vscode/daemon";
+import { undoTarget } from "./core/drafts";
 import { PiDocuments, SCHEME } from "./vscode/documents";
+import { DraftEditors } from "./vscode/drafts";
 import { reviewSummary } from "./vscode/review";
 import { CurrentSession } from "./vscode/session";
 import { StatusBar } from "./vscode/statusBar";
@@ -23,11 +25,14 @@ export function activate(context: vscode.ExtensionContext): void {
   const tree = new SessionTreeProvider(session);
   const status = new StatusBar(session);
   const view = vscode.window.createTreeView("pi.sessionTree", { treeDataProvider: tree, showCollapseAll: true });
+  const drafts = new DraftEditors(session);
 
   session.onDidChange(() => {
     tree.refresh();
     status.update();
     view.description = session.title;
+    const undoable = undoTarget(session.tree.leafId, (id) => session.tree.node(id)) !== undefined;
+    void vscode.commands.executeCommand("setContext", "pi.canUndo", undoable);
   });
   daemon.onDidStart((pi) => context.subscriptions.push(...listen(pi, session, status, output)));
   context.subscriptions.push(
@@ -37,8 +42,9 @@ export function activate(context: vscode.ExtensionContext): void {
     tree,
     status,
     view,
+    drafts,
     vscode.workspace.registerTextDocumentContentProvider(SCHEME, new PiDocuments(() => daemon.ensure())),
-    ...new Commands(daemon, session, output, async (id) => {
+    ...new Commands(daemon, session, output, drafts, async (id) => {
       if (session.tree.node(id) !== undefined) {
         await view.reveal(id, { select: true, focus: false, expand: true });
       }
