@@ -109,16 +109,26 @@ local function test_document()
   check(drafts.commit_summary(draft, { lines[1], '-->', ' ' }).problem ~= nil, 'an empty summary is refused')
 end
 
--- :PiPreview → edit → :w writes the edited summary; :PiPreview → :q! writes nothing.
+-- :PiPreview → :q! writes nothing; :PiPreview → edit → :w writes the edited summary.
 local function test_preview(path)
   local before = #read_entries(path)
+  local mark = #messages + 1
   vim.cmd('PiPreview')
   wait_for(':PiPreview opened a draft buffer', function() return #drafts.buffers() == 1 end)
   local buf = drafts.buffers()[1]
   check(vim.api.nvim_get_current_buf() == buf and vim.bo[buf].filetype == 'markdown', 'the draft is current, markdown')
-  check(#read_entries(path) == before, 'a preview writes nothing')
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   check(table.concat(lines, '\n'):find('Replaces: %d+ messages') ~= nil, 'the header says what it replaces', lines)
+  vim.api.nvim_buf_set_lines(buf, -1, -1, false, { 'changed and then thrown away' })
+  vim.cmd('quit!')
+  wait_for('discarding says so', function() return said('draft discarded; nothing was written', mark) ~= nil end)
+  check(#drafts.buffers() == 0 and #read_entries(path) == before, ':q! discarded the draft: the file is unchanged')
+
+  vim.cmd('PiPreview')
+  wait_for('a second draft buffer', function() return #drafts.buffers() == 1 end)
+  buf = drafts.buffers()[1]
+  check(#read_entries(path) == before, 'a preview writes nothing')
+  local draft = drafts.draft_of(buf)
   vim.api.nvim_buf_set_lines(buf, -1, -1, false, { '', '## Reviewer note', 'Keep the retry logic as it is.' })
   vim.cmd('write')
   wait_for('the draft buffer is gone after :w', function() return not vim.api.nvim_buf_is_valid(buf) end)
@@ -129,14 +139,18 @@ local function test_preview(path)
     'the entry holds the edited summary', last.summary:sub(-200))
   check(said('your edited summary was written') ~= nil, 'the message says the edit was written')
 
-  local count = #entries
-  local mark = #messages + 1
-  vim.cmd('PiPreview')
-  wait_for('a second draft buffer', function() return #drafts.buffers() == 1 end)
-  vim.api.nvim_buf_set_lines(drafts.buffers()[1], 0, 1, false, { 'changed and then thrown away' })
-  vim.cmd('quit!')
-  wait_for('discarding says so', function() return said('draft discarded; nothing was written', mark) ~= nil end)
-  check(#drafts.buffers() == 0 and #read_entries(path) == count, ':q! discarded the draft: the file is unchanged')
+  -- The same draft again: refused, with a sentence (an ERROR message, removed from the log after).
+  local answered
+  require('pi_sessiond').commit_draft(draft, nil, function(ok) answered = ok end)
+  wait_for('a second commit of the draft is answered', function() return answered ~= nil end)
+  local refused = said('commit failed: that draft was already committed')
+  check(answered == false and refused ~= nil, 'a second commit says the draft was already committed')
+  for i, m in ipairs(messages) do
+    if m == refused then
+      table.remove(messages, i)
+    end
+  end
+  check(#read_entries(path) == before + 1, 'the refused commit wrote nothing')
   return last
 end
 

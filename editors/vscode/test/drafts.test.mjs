@@ -95,7 +95,7 @@ test("errors of undo and commit read as sentences; a live Pi's command is kept",
   assert.match(core.describeError({ code: -32009, message: "m", data: { reason: "liveWriter" } }), /moments ago/);
 });
 
-describe("undo through the real daemon", requireDaemon(), () => {
+describe("preview, commit and undo through the real daemon", requireDaemon(), () => {
   let workspace;
   let daemon;
 
@@ -106,6 +106,44 @@ describe("undo through the real daemon", requireDaemon(), () => {
 
   after(async () => {
     if (daemon) assert.equal(await daemon.close(), 0, daemon.stderr());
+  });
+
+  test("preview → edit → commit writes the edited text; a second commit of it is refused", async () => {
+    const file = workspace.copy("draft.jsonl");
+    const { sessionId } = await daemon.pi.openSession(file);
+    const before = readFileSync(file, "utf8");
+    const seen = [];
+    const draft = await daemon.pi.compactDraft(sessionId, undefined, { onProgress: (v) => seen.push(v.kind) });
+    assert.equal(readFileSync(file, "utf8"), before, "a draft writes nothing");
+    assert.equal(draft.kind, "compaction");
+    assert.ok(seen.includes("begin") && seen.includes("end"), seen.join());
+    const tree = await daemon.pi.getTree(sessionId);
+    const range = core.replacedRange(tree.nodes, tree.leafId, draft.firstKeptEntryId);
+    assert.ok(range.count > 0 && range.kept?.id === draft.firstKeptEntryId, JSON.stringify(range));
+    const text = core.draftDocument(draft, range, "Commit: …");
+    assert.deepEqual(core.commitSummary(draft, text), {}, "unchanged text: no summary sent");
+
+    const edited = `${text}\n## Reviewer note\nKeep the retry logic.\n`;
+    const { summary } = core.commitSummary(draft, edited);
+    const result = await daemon.pi.commitDraft(sessionId, draft.draftId, summary);
+    const last = JSON.parse(readFileSync(file, "utf8").trim().split("\n").pop());
+    assert.equal(last.id, result.entry.id);
+    assert.equal(last.summary, `${draft.summary}\n## Reviewer note\nKeep the retry logic.\n`);
+    assert.match(core.committedMessage(result, true), /your edited summary was written/);
+
+    const error = await daemon.pi.commitDraft(sessionId, draft.draftId).then(() => undefined, (e) => e);
+    assert.match(core.describeError(error, "commitDraft"), /already committed/);
+  });
+
+  test("an unchanged draft is written as previewed", async () => {
+    const file = workspace.copy("draft-unchanged.jsonl");
+    const { sessionId } = await daemon.pi.openSession(file);
+    const draft = await daemon.pi.compactDraft(sessionId);
+    const { summary } = core.commitSummary(draft, core.draftDocument(draft, undefined, "x"));
+    await daemon.pi.commitDraft(sessionId, draft.draftId, summary);
+    const last = JSON.parse(readFileSync(file, "utf8").trim().split("\n").pop());
+    assert.equal(last.type, "compaction");
+    assert.equal(last.summary, draft.summary);
   });
 
   test("compact, then undo: the context is the one before, the compaction stays on a side branch", async () => {

@@ -35,8 +35,6 @@ import {
   type UndoResult,
 } from "../protocol";
 
-const COMMIT_DRAFT = "pi/commitDraft";
-
 /** What the extension needs of a JSON-RPC connection; `LanguageClient` and `MessageConnection` both fit. */
 export interface RpcEndpoint {
   sendRequest<R>(method: string, params: unknown, token?: CancellationToken): Promise<R>;
@@ -158,7 +156,7 @@ export class PiClient {
   /** `pi/commitDraft`: writes the draft; `summary` only when the person edited it. */
   commitDraft(sessionId: string, draftId: string, summary?: string): Promise<CompactResult> {
     const params = summary === undefined ? { sessionId, draftId } : { sessionId, draftId, summary };
-    return this.rpc.sendRequest<CompactResult>(COMMIT_DRAFT, params);
+    return this.rpc.sendRequest<CompactResult>(Methods.COMMIT_DRAFT, params);
   }
 
   /** `pi/undo`: takes back the compaction or branch summary `entryId` while it is the leaf. */
