@@ -103,6 +103,14 @@ local function test_document()
   check(text:find('Tokens: 50k → ~9k', 1, true) and text:find('  - modifiedFile: src/a –b.ts', 1, true),
     'the header has the tokens and the gate\'s additions', lines)
   check(drafts.summary_of(lines) == draft.summary, 'the summary below the header is the draft\'s exactly')
+  local many = {}
+  for i = 1, 13 do
+    table.insert(many, { kind = i <= 3 and 'goal' or 'todo', text = 'item ' .. i })
+  end
+  local long = table.concat(drafts.document(vim.tbl_extend('force', draft, { gate = { added = many } })), '\n')
+  check(long:find('Fidelity gate added 13 (goal ×3, todo ×10):', 1, true)
+    and long:find('  - todo: item 10\n  … and 3 more, all in the summary below\n', 1, true)
+    and not long:find('item 11', 1, true), 'the header lists the first 10 additions and counts the rest')
   check(vim.tbl_isempty(drafts.commit_summary(draft, lines)), 'unchanged: the commit sends no summary')
   lines[#lines] = 'More.'
   check(drafts.commit_summary(draft, lines).summary == draft.summary .. 'More.', 'edited: the commit sends the text')

@@ -51,10 +51,15 @@ test("the draft document: a header of what it replaces, tokens and the gate, the
   assert.match(header, /Replaces: 3 messages, from "first answer" to "second answer" and the previous summary/);
   assert.match(header, /Keeps: `u3` "third –request" and everything after it/);
   assert.match(header, /Tokens: 50k → ~9k/);
-  assert.match(header, /Fidelity gate added 2:\n {2}- modifiedFile: src\/a\.ts\n {2}- constraint: never –push to main/);
+  assert.match(header, /Fidelity gate added 2 \(modifiedFile ×1, constraint ×1\):\n {2}- modifiedFile: src\/a\.ts\n {2}- constraint: never –push to main/);
   assert.match(header, /Commit: :w\nThe draft can be committed until 2026-12-01T18:00:00.000Z\./);
   assert.ok(!header.includes("-->"), "nothing in the header closes the comment early");
   assert.equal(core.draftSummary(text), draft.summary);
+  const many = Array.from({ length: 13 }, (_, i) => ({ kind: i < 3 ? "goal" : "todo", text: `item ${i}` }));
+  const long = core.draftDocument({ ...draft, gate: { added: many } }, undefined, "x");
+  assert.match(long, /Fidelity gate added 13 \(goal ×3, todo ×10\):\n/);
+  assert.match(long, /- todo: item 9\n {2}… and 3 more, all in the summary below\n/);
+  assert.ok(!long.includes("item 10"));
   const none = core.draftDocument({ ...draft, gate: { added: [] } }, undefined, "x");
   assert.match(none, /Keeps: `u3` and everything after it\nTokens: .*\nFidelity gate: added nothing\n/);
 });

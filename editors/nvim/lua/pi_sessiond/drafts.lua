@@ -99,6 +99,34 @@ local function range_lines(range, draft)
   return { replaces, keeps }
 end
 
+--- At most this many of the gate's additions are listed in the header (all are in the summary).
+M.GATE_LISTED = 10
+
+--- What the fidelity gate added: counts by kind, the first `GATE_LISTED` items.
+local function gate_lines(added)
+  if #added == 0 then
+    return { 'Fidelity gate: added nothing' }
+  end
+  local order, counts = {}, {}
+  for _, item in ipairs(added) do
+    if not counts[item.kind] then
+      table.insert(order, item.kind)
+    end
+    counts[item.kind] = (counts[item.kind] or 0) + 1
+  end
+  local by_kind = vim.tbl_map(function(kind)
+    return string.format('%s ×%d', safe(kind, 30), counts[kind])
+  end, order)
+  local lines = { string.format('Fidelity gate added %d (%s):', #added, table.concat(by_kind, ', ')) }
+  for i = 1, math.min(#added, M.GATE_LISTED) do
+    table.insert(lines, string.format('  - %s: %s', safe(added[i].kind, 30), safe(added[i].text, 100)))
+  end
+  if #added > M.GATE_LISTED then
+    table.insert(lines, string.format('  … and %d more, all in the summary below', #added - M.GATE_LISTED))
+  end
+  return lines
+end
+
 --- The buffer lines of `draft`: the header comment, then the summary's lines.
 function M.document(draft, range)
   local kind = draft.kind == 'branchSummary' and 'branch summary' or 'compaction'
@@ -107,10 +135,7 @@ function M.document(draft, range)
   vim.list_extend(lines, range_lines(range, draft))
   table.insert(lines, string.format('Tokens: %s → ~%s', tokens(draft.tokensBefore), tokens(draft.estimatedTokensAfter)))
   local added = type(draft.gate) == 'table' and type(draft.gate.added) == 'table' and draft.gate.added or {}
-  table.insert(lines, #added == 0 and 'Fidelity gate: added nothing' or string.format('Fidelity gate added %d:', #added))
-  for _, item in ipairs(added) do
-    table.insert(lines, string.format('  - %s: %s', safe(item.kind, 30), safe(item.text, 100)))
-  end
+  vim.list_extend(lines, gate_lines(added))
   table.insert(lines, HOW_TO)
   if type(draft.expiresAt) == 'string' then
     table.insert(lines, string.format('The draft can be committed until %s.', draft.expiresAt))

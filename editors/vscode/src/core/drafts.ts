@@ -79,6 +79,29 @@ function quoted(node: TreeNode | undefined): string {
   return node?.preview ? ` "${safe(node.preview)}"` : "";
 }
 
+/** At most this many of the gate's additions are listed in the header (all are in the summary). */
+export const GATE_LISTED = 10;
+
+/** What the fidelity gate added: counts by kind, the first `GATE_LISTED` items. */
+function gateLines(added: readonly { kind: string; text: string }[]): string[] {
+  if (added.length === 0) {
+    return ["Fidelity gate: added nothing"];
+  }
+  const counts = new Map<string, number>();
+  for (const item of added) {
+    counts.set(item.kind, (counts.get(item.kind) ?? 0) + 1);
+  }
+  const byKind = [...counts].map(([kind, n]) => `${safe(kind, 30)} ×${n}`).join(", ");
+  const lines = [`Fidelity gate added ${added.length} (${byKind}):`];
+  for (const item of added.slice(0, GATE_LISTED)) {
+    lines.push(`  - ${safe(item.kind, 30)}: ${safe(item.text, 100)}`);
+  }
+  if (added.length > GATE_LISTED) {
+    lines.push(`  … and ${added.length - GATE_LISTED} more, all in the summary below`);
+  }
+  return lines;
+}
+
 /** The header lines (without the comment markers) of a draft document. */
 export function draftHeaderLines(draft: Draft, range: ReplacedRange | undefined, howTo: string): string[] {
   const lines: string[] = [];
@@ -92,11 +115,7 @@ export function draftHeaderLines(draft: Draft, range: ReplacedRange | undefined,
     lines.push(`Keeps: \`${draft.firstKeptEntryId}\` and everything after it`);
   }
   lines.push(`Tokens: ${formatTokens(draft.tokensBefore ?? 0)} → ~${formatTokens(draft.estimatedTokensAfter ?? 0)}`);
-  const added = draft.gate?.added ?? [];
-  lines.push(added.length === 0 ? "Fidelity gate: added nothing" : `Fidelity gate added ${added.length}:`);
-  for (const item of added) {
-    lines.push(`  - ${safe(item.kind, 30)}: ${safe(item.text, 100)}`);
-  }
+  lines.push(...gateLines(draft.gate?.added ?? []));
   lines.push(howTo);
   if (draft.expiresAt) {
     lines.push(`The draft can be committed until ${draft.expiresAt}.`);
