@@ -391,6 +391,7 @@ def _preview_walk(bench: Workbench, session: Path) -> None:
     bench.page.keyboard.press("Control+End")
     bench.page.keyboard.press("Enter")
     bench.page.keyboard.type("Reviewer note: keep the retry logic as it is.")
+    bench.page.keyboard.press("Control+Home")  # the CodeLens sits above the first line
     bench.page.locator(".codelens-decoration a", has_text="Commit").first.click()
     toast = bench.notification(r"Pi: compacted \(.*your edited summary was written")
     last = _entries(session)[-1]
