@@ -398,9 +398,14 @@ def _preview_walk(bench: Workbench, session: Path) -> None:
     assert last["type"] == "compaction"
     assert last["summary"].rstrip().endswith("Reviewer note: keep the retry logic as it is.")
     bench.shot("committed")
+    # The leaf is a compaction: the tree's title offers Undo (the pi.canUndo context key).
+    bench.run("Pi Sessions: Focus on Session Tree View")
+    undo_action = bench.page.locator('.part.sidebar [aria-label^="Undo Compaction or Branch Summary"]').first
+    undo_action.wait_for(state="visible", timeout=WAIT_MS)
 
     toast.get_by_role("button", name="Undo").click()
     bench.notification(r"Pi: undid the compaction; the leaf is back at")
+    undo_action.wait_for(state="hidden", timeout=WAIT_MS)
     assert _entries(session)[-1]["customType"] == "pi-sessiond.undo"
     assert _context(session) == context_before
 
