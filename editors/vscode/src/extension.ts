@@ -34,7 +34,7 @@ export function activate(context: vscode.ExtensionContext): void {
     const undoable = undoTarget(session.tree.leafId, (id) => session.tree.node(id)) !== undefined;
     void vscode.commands.executeCommand("setContext", "pi.canUndo", undoable);
   });
-  daemon.onDidStart((pi) => context.subscriptions.push(...listen(pi, session, status, output)));
+  daemon.onDidStart((pi) => context.subscriptions.push(...listen(pi, session, status, output, drafts)));
   context.subscriptions.push(
     output,
     daemon,
@@ -56,7 +56,13 @@ export function activate(context: vscode.ExtensionContext): void {
 export function deactivate(): void {}
 
 /** Notification and hook handlers of one daemon run. */
-function listen(pi: PiClient, session: CurrentSession, status: StatusBar, output: vscode.LogOutputChannel) {
+function listen(
+  pi: PiClient,
+  session: CurrentSession,
+  status: StatusBar,
+  output: vscode.LogOutputChannel,
+  drafts: DraftEditors,
+) {
   const mine = (sessionId: string) => sessionId === session.info?.sessionId;
   const handlers = [
     pi.onSessionChanged((event) => mine(event.sessionId) && session.scheduleReload(pi)),
@@ -74,9 +80,14 @@ function listen(pi: PiClient, session: CurrentSession, status: StatusBar, output
       if (event.error) {
         void vscode.window.showWarningMessage(`Pi: auto-compaction failed: ${event.error}`);
       } else {
-        const entry = event.entry as { tokensBefore?: number } | undefined;
+        const entry = event.entry as { id?: string; type?: string; tokensBefore?: number } | undefined;
         const before = entry?.tokensBefore ? ` (${formatTokens(entry.tokensBefore)} tokens before)` : "";
         vscode.window.setStatusBarMessage(`$(archive) Pi: auto-compacted${before}`, 5000);
+        if (entry?.type === "compaction" && event.reason === "threshold") {
+          // Not after masking alone (a context edit, which pi/undo does not take back) nor after
+          // an overflow (undoing it would overflow again).
+          void drafts.offerUndo(`Pi: auto-compacted${before}.`, { entry });
+        }
       }
     }),
   ];

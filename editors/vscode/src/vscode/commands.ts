@@ -103,7 +103,7 @@ export class Commands {
     const result = await this.summarizing("Pi: compacting", (options) => pi.compact(sessionId, instructions, options));
     if (result !== undefined) {
       const saved = `${formatTokens(result.tokensBefore)} → ${formatTokens(result.tokensAfter)} tokens`;
-      void this.drafts.offerUndo(pi, `Pi: compacted (${saved}).`, result);
+      void this.drafts.offerUndo(`Pi: compacted (${saved}).`, result);
     }
   }
 
@@ -182,7 +182,7 @@ export class Commands {
       await this.reveal(result.leafId);
     }
     if (result.entry?.type === "branch_summary") {
-      void this.drafts.offerUndo(pi, navigatedMessage(result), result);
+      void this.drafts.offerUndo(navigatedMessage(result), result);
     } else {
       void vscode.window.showInformationMessage(navigatedMessage(result));
     }

@@ -79,7 +79,7 @@ export class DraftEditors implements vscode.CodeLensProvider, vscode.Disposable 
     }
     await this.close(open);
     await this.session.reload(pi);
-    void this.offerUndo(pi, committedMessage(result, summary !== undefined), result);
+    void this.offerUndo(committedMessage(result, summary !== undefined), result);
     return result;
   }
 
@@ -93,7 +93,7 @@ export class DraftEditors implements vscode.CodeLensProvider, vscode.Disposable 
   }
 
   /** A message with an Undo button (runs `pi.undo` on the entry just written). */
-  async offerUndo(_pi: PiClient, message: string, result: { entry?: { id?: unknown } | null }): Promise<void> {
+  async offerUndo(message: string, result: { entry?: { id?: unknown } | null }): Promise<void> {
     const entryId = typeof result.entry?.id === "string" ? result.entry.id : undefined;
     const choice = await vscode.window.showInformationMessage(message, ...(entryId ? ["Undo"] : []));
     if (choice === "Undo") {
