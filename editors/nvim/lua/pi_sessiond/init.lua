@@ -122,7 +122,7 @@ function M.compact(opts)
       events.changed(session_id)
     end
     finish(opts, err, result, function(r)
-      return string.format('compacted: %d → %d tokens', r.tokensBefore, r.tokensAfter)
+      return string.format('compacted: %d → %d tokens (:PiUndo takes it back)', r.tokensBefore, r.tokensAfter)
     end)
   end)
 end
