@@ -117,6 +117,20 @@ local function test_document()
   check(drafts.commit_summary(draft, { lines[1], '-->', ' ' }).problem ~= nil, 'an empty summary is refused')
 end
 
+-- Errors of undo and commit read as sentences; a live Pi's message (with its command) is kept.
+local function test_errors()
+  local describe = require('pi_sessiond.errors').describe
+  local conflict = { message = 'm', data = { reason = 'conflict' } }
+  check(describe(conflict, 'undo'):find('no longer the leaf', 1, true), 'undo conflict: a sentence')
+  check(describe(conflict, 'commit'):find('changed since the preview', 1, true), 'commit conflict: a sentence')
+  check(describe(conflict) == 'm (conflict)', 'other conflicts: the daemon\'s message and reason')
+  local expired = { message = 'x', data = { reason = 'invalidParams', draftState = 'expired' } }
+  check(describe(expired, 'commit'):find('draft expired', 1, true), 'an expired draft says so')
+  local live = { message = 'Pi (pid 7) has this session open; undo it there: type /tree in Pi',
+    data = { reason = 'liveWriter', piCommand = '/tree' } }
+  check(describe(live, 'undo') == live.message .. ' (liveWriter)', 'a live Pi: the message names the Pi command')
+end
+
 -- :PiPreview → :q! writes nothing; :PiPreview → edit → :w writes the edited summary.
 local function test_preview(path)
   local before = #read_entries(path)
@@ -186,6 +200,7 @@ local function run()
     settings = { compaction = { keepRecentTokens = 2000 } },
   })
   test_document()
+  test_errors()
   local opened
   require('pi_sessiond').open_session(path, { callback = function(err) opened = err or true end })
   wait_for('the session opened', function() return opened ~= nil end)

@@ -1,9 +1,30 @@
 // Preview / edit / commit / undo: the draft document (pure), the error sentences, and the
 // real daemon's pi/compact {draft}, pi/commitDraft and pi/undo through vscode-jsonrpc.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { core, makeWorkspace, requireDaemon, startDaemon } from "./support.mjs";
+import { core, makeWorkspace, PYTHON, requireDaemon, startDaemon } from "./support.mjs";
+
+/** `pi-sessiond hold-lock FILE` as the Pi extension runs it: the lock body names a live Pi. */
+async function holdAsPi(file, socket) {
+  const child = spawn(PYTHON, ["-m", "pi_sessiond", "hold-lock", file, "--pid", String(process.pid), "--socket", socket], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const ready = await new Promise((resolve, reject) => {
+    child.stdout.once("data", (chunk) => resolve(JSON.parse(String(chunk).split("\n")[0])));
+    child.once("exit", (code) => reject(new Error(`hold-lock exited ${code}`)));
+  });
+  assert.equal(ready.ready, true);
+  return {
+    release: () =>
+      new Promise((resolve) => {
+        child.once("exit", resolve);
+        child.stdin.end();
+      }),
+  };
+}
 
 const draft = {
   draftId: "d-1",
@@ -149,6 +170,25 @@ describe("preview, commit and undo through the real daemon", requireDaemon(), ()
     const last = JSON.parse(readFileSync(file, "utf8").trim().split("\n").pop());
     assert.equal(last.type, "compaction");
     assert.equal(last.summary, draft.summary);
+  });
+
+  test("a session a live Pi holds: undo answers liveWriter with the Pi command, and the message keeps it", async () => {
+    const file = workspace.copy("live.jsonl");
+    let { sessionId } = await daemon.pi.openSession(file);
+    const result = await daemon.pi.compact(sessionId);
+    await daemon.pi.closeSession(sessionId); // the daemon lets go of the lock; Pi takes it
+    const pi = await holdAsPi(file, path.join(workspace.root, "pi.sock"));
+    try {
+      ({ sessionId } = await daemon.pi.openSession(file));
+      const before = readFileSync(file, "utf8");
+      const error = await daemon.pi.undo(sessionId, result.entry.id).then(() => undefined, (e) => e);
+      assert.equal(core.errorReason(error), "liveWriter");
+      assert.match(core.piCommand(error), /^\/tree/);
+      assert.match(core.describeError(error, "undo"), /^Pi \(pid \d+\) has this session open; undo it there: type \/tree/);
+      assert.equal(readFileSync(file, "utf8"), before, "nothing was written");
+    } finally {
+      await pi.release();
+    }
   });
 
   test("compact, then undo: the context is the one before, the compaction stays on a side branch", async () => {
