@@ -140,6 +140,22 @@ def test_cancel_ends_a_stalled_compaction_within_half_a_second(nvim: str, real_s
     assert done.returncode == 0 and done.stdout.rstrip().endswith("PASS"), output
 
 
+def test_preview_edit_commit_discard_and_undo(nvim: str, real_session: Path, tmp_path: Path) -> None:
+    """``:PiPreview`` → edit → ``:w`` writes the edited summary, ``:q!`` writes nothing, ``:PiUndo``
+    restores the context from before (``editors/nvim/tests/drafts.lua``, offline summarizer)."""
+    session = tmp_path / real_session.name
+    shutil.copyfile(real_session, session)
+    env = {**os.environ, "PI_TEST_SESSION": str(session), "PI_TEST_PYTHON": sys.executable,
+           "PI_TEST_TIMEOUT_MS": str((TIMEOUT_S - 30) * 1000), "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
+           "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
+    script = PLUGIN / "tests" / "drafts.lua"
+    command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"set rtp+={PLUGIN}", "-c", f"luafile {script}"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    output = f"exit code {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}{_lsp_log(tmp_path)}"
+    assert done.returncode == 0 and done.stdout.rstrip().endswith("PASS"), output
+
+
 GAUGE = """
 local session = require('pi_sessiond.session')
 local plugin = require('pi_sessiond')

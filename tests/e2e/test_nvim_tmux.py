@@ -211,6 +211,7 @@ def _walk(tmux: Tmux, session: Path) -> None:
     tmux.command("PiStats")
     tmux.wait_text(rf"compactions: {compactions + 1}, branch summaries: {summaries}\n")
     _dismiss(tmux)
+    _undo_preview_commit(tmux, session, compactions, summaries)
 
     tmux.command("PiTree")
     # Turns fold under their user line, summed up; compactions show their size.
@@ -226,6 +227,44 @@ def _walk(tmux: Tmux, session: Path) -> None:
     tmux.command("PiTree")
     tmux.wait_text(r"branch_summary|Branch summary")
     tmux.shot("tree")
+
+
+def _last_entry(session: Path) -> dict[str, object]:
+    return dict(json.loads(session.read_text().splitlines()[-1]))
+
+
+def _undo_preview_commit(tmux: Tmux, session: Path, compactions: int, summaries: int) -> None:
+    """``:PiUndo`` takes the compaction back; a ``:PiPreview`` closed with ``:q!`` writes nothing;
+    one edited and written with ``:w`` writes the edited summary."""
+    tmux.command("PiUndo")
+    tmux.wait_text(r"undid the compaction; the leaf is back at [0-9a-f]+")
+    assert _last_entry(session)["customType"] == "pi-sessiond.undo"
+    tmux.command("PiStats")
+    tmux.wait_text(rf"compactions: {compactions}, branch summaries: {summaries}\n")
+    _dismiss(tmux)
+
+    before = session.read_bytes()
+    tmux.command("PiPreview")
+    tmux.wait_text(r"<!-- pi-sessiond draft .*\(compaction\)")
+    tmux.wait_text(r"Replaces: \d+ messages")
+    tmux.shot("draft")
+    tmux.command("quit!")
+    tmux.wait_text(r"draft discarded; nothing was written")
+    assert session.read_bytes() == before
+
+    tmux.command("PiPreview")
+    tmux.wait_text(r"Tokens: [\d.]+k → ~[\d.]+k")
+    tmux.keys("Escape", "G", "o")
+    tmux.literal("Reviewer note: keep the retry logic as it is.")
+    tmux.keys("Escape")
+    tmux.command("w")
+    tmux.wait_text(r"compacted: \d+ → \d+ tokens; your edited summary was written")
+    entry = _last_entry(session)
+    assert entry["type"] == "compaction"
+    assert str(entry["summary"]).endswith("Reviewer note: keep the retry logic as it is.")
+    tmux.command("PiStats")
+    tmux.wait_text(rf"compactions: {compactions + 1}, branch summaries: {summaries}\n")
+    _dismiss(tmux)
 
 
 def _navigate_with_summary(tmux: Tmux) -> None:

@@ -64,8 +64,8 @@ def vsix() -> Path:
     return EXTENSION / f"pi-sessiond-{version}.vsix"
 
 
-@pytest.fixture
-def code_server(tmp_path: Path, vsix: Path, real_session: Path) -> Iterator[tuple[str, Path]]:
+@contextlib.contextmanager
+def _code_server(tmp_path: Path, vsix: Path, real_session: Path, *provider: str) -> Iterator[tuple[str, Path]]:
     """code-server on a loopback port with the ``.vsix`` installed; yields (url, session copy)."""
     node, entry = _tool("--print-node24"), _tool("--print-code-server")
     require(node.is_file() and entry.is_file(), "code-server is not installed (scripts/install-tools.sh codeserver)")
@@ -75,8 +75,8 @@ def code_server(tmp_path: Path, vsix: Path, real_session: Path) -> Iterator[tupl
     session = work / "sessions" / real_session.name
     session.parent.mkdir(parents=True)
     shutil.copyfile(real_session, session)
-    with loopback_provider("ok", "--script", "stall") as provider:
-        _write_settings(data, provider)
+    with loopback_provider(*provider) as url:
+        _write_settings(data, url)
         env = _environment(tmp_path)
         base = [str(node), str(entry), "--user-data-dir", str(data), "--extensions-dir", str(extensions)]
         done = subprocess.run(
@@ -98,6 +98,13 @@ def code_server(tmp_path: Path, vsix: Path, real_session: Path) -> Iterator[tupl
                 server.kill()
                 server.wait()
             log.close()
+
+
+@pytest.fixture
+def code_server(tmp_path: Path, vsix: Path, real_session: Path) -> Iterator[tuple[str, Path]]:
+    """code-server whose summarizer stalls on its first request (so Cancel has something to cancel)."""
+    with _code_server(tmp_path, vsix, real_session, "ok", "--script", "stall") as served:
+        yield served
 
 
 def _write_settings(data: Path, provider: str) -> None:
@@ -232,9 +239,13 @@ class Workbench:
 
 
 def test_the_vsix_in_code_server(code_server: tuple[str, Path], tmp_path: Path) -> None:
+    _in_browser(code_server, tmp_path, _walk, "last")
+
+
+def _in_browser(served: tuple[str, Path], tmp_path: Path, walk: Any, last: str) -> None:
     from playwright.sync_api import sync_playwright
 
-    url, session = code_server
+    url, session = served
     shots = artifacts_dir(tmp_path)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -243,10 +254,10 @@ def test_the_vsix_in_code_server(code_server: tuple[str, Path], tmp_path: Path) 
             _goto(page, url)
             bench = Workbench(page, shots)
             try:
-                _walk(bench, session)
+                walk(bench, session)
             finally:
                 with contextlib.suppress(Exception):
-                    bench.shot("last")
+                    bench.shot(last)
         finally:
             browser.close()
 
@@ -266,12 +277,17 @@ def _goto(page: Any, url: str) -> None:
     page.locator('.activitybar [aria-label^="Pi Sessions"]').first.wait_for(state="visible", timeout=WAIT_MS)
 
 
-def _walk(bench: Workbench, session: Path) -> None:
+def _open(bench: Workbench, session: Path) -> str:
+    """Pi: Open Session… → the file dialog; returns the status bar's text once it shows the session."""
     bench.run("Pi: Open Session…")
     bench.pick("Open a session file…")
     opened = bench.page.locator(".statusbar-item", has_text=re.compile(r"^Pi \d+%")).first
     bench.type_path(str(session), opened)
-    status = bench.status(r"^Pi \d+%")
+    return bench.status(r"^Pi \d+%")
+
+
+def _walk(bench: Workbench, session: Path) -> None:
+    status = _open(bench, session)
     bench.run("Pi Sessions: Focus on Session Tree View")
     bench.tree_rows().first.wait_for(state="visible", timeout=WAIT_MS)
     bench.widen_side_bar(620)
@@ -326,3 +342,4 @@ def _rendered_documents(bench: Workbench) -> None:
     bench.run("Pi: Show Settings Sources")
     _webview_text(bench, "Remote settings")
     bench.shot("settings")
+

@@ -28,6 +28,22 @@ cmd('PiCompact', function(c, args)
   c.compact(args.args)
 end, { nargs = '?', desc = 'Compact the Pi session [instructions]' })
 
+cmd('PiPreview', function(c, args)
+  c.preview(args.args)
+end, { nargs = '?', desc = 'Preview a compaction of the Pi session as an editable draft [instructions]' })
+
+cmd('PiCommit', function(c)
+  c.commit()
+end, { desc = 'Commit the draft in the current buffer (like :w)' })
+
+cmd('PiDiscard', function(c)
+  c.discard()
+end, { desc = 'Discard the draft in the current buffer' })
+
+cmd('PiUndo', function(c)
+  c.undo()
+end, { desc = 'Undo the compaction or branch summary at the leaf' })
+
 cmd('PiTree', function(c)
   c.tree()
 end, { desc = 'Show the Pi session tree' })

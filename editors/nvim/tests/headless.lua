@@ -301,7 +301,8 @@ local function test_help()
   vim.fn.writefile(vim.fn.readfile(source), root .. '/doc/pi-sessiond.txt')
   vim.cmd('helptags ' .. vim.fn.fnameescape(root .. '/doc'))
   vim.opt.runtimepath:append(root)
-  for _, tag in ipairs({ 'pi-sessiond', ':PiCompact', ':PiTree', 'pi_sessiond.setup()', 'pi_sessiond.statusline()' }) do
+  for _, tag in ipairs({ 'pi-sessiond', ':PiCompact', ':PiPreview', ':PiUndo', ':PiTree', 'pi_sessiond.setup()',
+    'pi_sessiond.statusline()' }) do
     local ok, err = pcall(vim.cmd, 'help ' .. tag)
     check(ok and vim.bo.filetype == 'help', ':help ' .. tag, err)
     vim.cmd('close')

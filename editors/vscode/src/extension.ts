@@ -10,7 +10,9 @@ import { formatTokens } from "./core/status";
 import { Commands } from "./vscode/commands";
 import { explicitSetting } from "./vscode/config";
 import { Daemon } from "./vscode/daemon";
+import { undoTarget } from "./core/drafts";
 import { PiDocuments, SCHEME } from "./vscode/documents";
+import { DraftEditors } from "./vscode/drafts";
 import { reviewSummary } from "./vscode/review";
 import { CurrentSession } from "./vscode/session";
 import { StatusBar } from "./vscode/statusBar";
@@ -23,13 +25,16 @@ export function activate(context: vscode.ExtensionContext): void {
   const tree = new SessionTreeProvider(session);
   const status = new StatusBar(session);
   const view = vscode.window.createTreeView("pi.sessionTree", { treeDataProvider: tree, showCollapseAll: true });
+  const drafts = new DraftEditors(session);
 
   session.onDidChange(() => {
     tree.refresh();
     status.update();
     view.description = session.title;
+    const undoable = undoTarget(session.tree.leafId, (id) => session.tree.node(id)) !== undefined;
+    void vscode.commands.executeCommand("setContext", "pi.canUndo", undoable);
   });
-  daemon.onDidStart((pi) => context.subscriptions.push(...listen(pi, session, status, output)));
+  daemon.onDidStart((pi) => context.subscriptions.push(...listen(pi, session, status, output, drafts)));
   context.subscriptions.push(
     output,
     daemon,
@@ -37,8 +42,9 @@ export function activate(context: vscode.ExtensionContext): void {
     tree,
     status,
     view,
+    drafts,
     vscode.workspace.registerTextDocumentContentProvider(SCHEME, new PiDocuments(() => daemon.ensure())),
-    ...new Commands(daemon, session, output, async (id) => {
+    ...new Commands(daemon, session, output, drafts, async (id) => {
       if (session.tree.node(id) !== undefined) {
         await view.reveal(id, { select: true, focus: false, expand: true });
       }
@@ -50,7 +56,13 @@ export function activate(context: vscode.ExtensionContext): void {
 export function deactivate(): void {}
 
 /** Notification and hook handlers of one daemon run. */
-function listen(pi: PiClient, session: CurrentSession, status: StatusBar, output: vscode.LogOutputChannel) {
+function listen(
+  pi: PiClient,
+  session: CurrentSession,
+  status: StatusBar,
+  output: vscode.LogOutputChannel,
+  drafts: DraftEditors,
+) {
   const mine = (sessionId: string) => sessionId === session.info?.sessionId;
   const handlers = [
     pi.onSessionChanged((event) => mine(event.sessionId) && session.scheduleReload(pi)),
@@ -68,9 +80,14 @@ function listen(pi: PiClient, session: CurrentSession, status: StatusBar, output
       if (event.error) {
         void vscode.window.showWarningMessage(`Pi: auto-compaction failed: ${event.error}`);
       } else {
-        const entry = event.entry as { tokensBefore?: number } | undefined;
+        const entry = event.entry as { id?: string; type?: string; tokensBefore?: number } | undefined;
         const before = entry?.tokensBefore ? ` (${formatTokens(entry.tokensBefore)} tokens before)` : "";
         vscode.window.setStatusBarMessage(`$(archive) Pi: auto-compacted${before}`, 5000);
+        if (entry?.type === "compaction" && event.reason === "threshold") {
+          // Not after masking alone (a context edit, which pi/undo does not take back) nor after
+          // an overflow (undoing it would overflow again).
+          void drafts.offerUndo(`Pi: auto-compacted${before}.`, { entry });
+        }
       }
     }),
   ];

@@ -47,6 +47,11 @@ local function show(buf)
   return win
 end
 
+--- Show `buf` in the view window (the split of `setup({split = …})`), or focus it.
+function M.show_buffer(buf)
+  return show(buf)
+end
+
 --- Show `lines` in a read-only markdown scratch buffer named `name`.
 function M.show_markdown(name, lines)
   local buf = scratch(name, 'markdown')

@@ -3,6 +3,7 @@
 --- first use.
 local buffers = require('pi_sessiond.buffers')
 local compat = require('pi_sessiond.compat')
+local drafts = require('pi_sessiond.drafts')
 local render = require('pi_sessiond.render')
 local session = require('pi_sessiond.session')
 
@@ -65,6 +66,36 @@ end
 function M.compact(instructions)
   if need_session() then
     api().compact({ instructions = instructions ~= '' and instructions or nil })
+  end
+end
+
+--- `:PiPreview [instructions]`: a compaction draft in a markdown buffer (`:w` commits, `:q!` discards).
+function M.preview(instructions)
+  if need_session() then
+    api().preview({ instructions = instructions ~= '' and instructions or nil })
+  end
+end
+
+--- `:PiCommit`: commit the draft of the current buffer (as `:w` does).
+function M.commit()
+  if not drafts.draft_of() then
+    return notify('this buffer is not a draft (use :PiPreview)', vim.log.levels.WARN)
+  end
+  vim.cmd('write')
+end
+
+--- `:PiDiscard`: close the draft of the current buffer without writing it.
+function M.discard()
+  if not drafts.draft_of() then
+    return notify('this buffer is not a draft (use :PiPreview)', vim.log.levels.WARN)
+  end
+  vim.cmd('bwipeout!')
+end
+
+--- `:PiUndo`: undo the compaction or branch summary at the leaf.
+function M.undo()
+  if need_session() then
+    api().undo()
   end
 end
 

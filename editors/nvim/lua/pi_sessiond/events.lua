@@ -54,7 +54,9 @@ local function on_compaction_ended(params)
   if params.error and params.error ~= vim.NIL then
     notify('auto-compaction failed: ' .. tostring(params.error), vim.log.levels.WARN)
   else
-    notify(string.format('auto-compaction done (%s)', params.reason))
+    local entry = type(params.entry) == 'table' and params.entry or {}
+    local undo = (entry.type == 'compaction' and params.reason == 'threshold') and '; :PiUndo takes it back' or ''
+    notify(string.format('auto-compaction done (%s)%s', params.reason, undo))
   end
 end
 

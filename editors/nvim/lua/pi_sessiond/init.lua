@@ -7,6 +7,8 @@
 --- with `vim.notify`.
 local buffers = require('pi_sessiond.buffers')
 local client = require('pi_sessiond.client')
+local drafts = require('pi_sessiond.drafts')
+local errors = require('pi_sessiond.errors')
 local events = require('pi_sessiond.events')
 local jobs = require('pi_sessiond.jobs')
 local progress = require('pi_sessiond.progress')
@@ -30,13 +32,7 @@ local function notify(message, level)
   vim.notify('pi-sessiond: ' .. message, level or vim.log.levels.INFO)
 end
 
-local function describe_error(err)
-  local text = tostring(err.message or err)
-  if type(err.data) == 'table' and err.data.reason then
-    text = string.format('%s (%s)', text, err.data.reason)
-  end
-  return text
-end
+local describe_error = errors.describe
 
 --- Call `opts.callback`, or report: errors always, `success(result)` if given.
 local function finish(opts, err, result, success)
@@ -126,8 +122,50 @@ function M.compact(opts)
       events.changed(session_id)
     end
     finish(opts, err, result, function(r)
-      return string.format('compacted: %d → %d tokens', r.tokensBefore, r.tokensAfter)
+      return string.format('compacted: %d → %d tokens (:PiUndo takes it back)', r.tokensBefore, r.tokensAfter)
     end)
+  end)
+end
+
+--- Prepare a compaction without writing it (`pi/compact {draft = true}`, with progress) and
+--- open the DRAFT in a markdown buffer: `:w` commits (the edited text, if changed), closing
+--- discards. `opts.instructions`; `opts.callback(err, draft, buf)` instead of the messages.
+function M.preview(opts)
+  opts = opts or {}
+  return jobs.start(protocol.methods.COMPACT, function(session_id)
+    return { sessionId = session_id, customInstructions = opts.instructions, draft = true }
+  end, function(err, draft, session_id)
+    if err then
+      return finish(opts, err, nil)
+    end
+    M.get_tree(function(tree_err, tree)
+      local range = nil
+      if not tree_err and tree and draft.kind == 'compaction' then
+        range = drafts.replaced_range(tree.nodes or {}, tree.leafId, draft.firstKeptEntryId, tree.first_kept)
+      end
+      local buf = drafts.show(draft, range, M.commit_draft, function()
+        notify('draft discarded; nothing was written')
+      end, buffers.show_buffer)
+      if opts.callback then
+        opts.callback(nil, draft, buf)
+      end
+    end, { session_id = session_id })
+  end)
+end
+
+--- Write `draft` (`pi/commitDraft`), with `summary` when the person edited it; `done(ok)`.
+function M.commit_draft(draft, summary, done)
+  local params = { sessionId = draft.sessionId, draftId = draft.draftId, summary = summary }
+  client.request(protocol.methods.COMMIT_DRAFT, params, function(err, result)
+    if err then
+      notify('commit failed: ' .. describe_error(err, 'commit'), vim.log.levels.ERROR)
+      return done(false)
+    end
+    session.set_leaf(draft.sessionId, result.entry and result.entry.id)
+    events.changed(draft.sessionId)
+    notify(string.format('compacted: %d → %d tokens; %s', result.tokensBefore, result.tokensAfter,
+      summary and 'your edited summary was written' or 'the summary was written as previewed'))
+    done(true)
   end)
 end
 
@@ -189,9 +227,45 @@ local function on_session(method, params, opts, success)
   end)
 end
 
+local UNDOABLE = { compaction = 'compaction', branch_summary = 'branch summary' }
+
+--- Undo the compaction or branch summary at the leaf (`pi/undo`): the leaf goes back to the
+--- entry before it, the context to what it was. `opts.callback(err, result)` replaces the messages.
+function M.undo(opts)
+  opts = opts or {}
+  local leaf = (session.current() or {}).leafId
+  if type(leaf) ~= 'string' then
+    return finish(opts, { message = 'no leaf to undo' }, nil)
+  end
+  session_request(protocol.methods.GET_ENTRIES, { ids = { leaf } }, function(err, result)
+    local entry = not err and result and (result.entries or {})[1] or nil
+    local kind = entry and UNDOABLE[entry.type]
+    if err or not kind then
+      if opts.callback then
+        return opts.callback(err or { message = 'nothing to undo' }, nil)
+      end
+      return err and notify(describe_error(err), vim.log.levels.ERROR)
+          or notify('nothing to undo: the leaf is not a compaction or a branch summary', vim.log.levels.WARN)
+    end
+    session_request(protocol.methods.UNDO, { entryId = leaf }, function(undo_err, undone, session_id)
+      if not undo_err then
+        session.set_leaf(session_id, undone.leafId)
+        events.changed(session_id)
+      end
+      if opts.callback then
+        return opts.callback(undo_err, undone)
+      elseif undo_err then
+        return notify('undo failed: ' .. describe_error(undo_err, 'undo'), vim.log.levels.ERROR)
+      end
+      notify(string.format('undid the %s; the leaf is back at %s', kind, tostring(undone.entry.parentId)))
+    end)
+  end)
+end
+
 --- `pi/getTree` of the current session (or `opts.session_id`).
 --- The result gains `tokens`: compaction id -> `tokensBefore`, branch summary id -> its
---- estimated size (from `pi/getEntries`; absent when that fails).
+--- estimated size, and `first_kept`: compaction id -> `firstKeptEntryId` (from
+--- `pi/getEntries`; absent when that fails).
 function M.get_tree(callback, opts)
   opts = opts or {}
   local function with_tokens(err, result, session_id)
@@ -209,8 +283,11 @@ function M.get_tree(callback, opts)
     end
     client.request(protocol.methods.GET_ENTRIES, { sessionId = session_id, ids = ids }, function(e, entries)
       if not e and entries then
-        result.tokens = {}
+        result.tokens, result.first_kept = {}, {}
         for _, entry in ipairs(entries.entries or {}) do
+          if entry.type == 'compaction' and type(entry.firstKeptEntryId) == 'string' then
+            result.first_kept[entry.id] = entry.firstKeptEntryId
+          end
           if type(entry.tokensBefore) == 'number' then
             result.tokens[entry.id] = entry.tokensBefore
           elseif type(entry.summary) == 'string' then

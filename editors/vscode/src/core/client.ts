@@ -14,6 +14,7 @@ import {
   type CompactionStarted,
   type Compacted,
   type ContextResult,
+  type Draft,
   type EntriesResult,
   type IdResult,
   type ListSessionsResult,
@@ -31,6 +32,7 @@ import {
   type TreeNavigated,
   type TreeNode,
   type TreeResult,
+  type UndoResult,
 } from "../protocol";
 
 /** What the extension needs of a JSON-RPC connection; `LanguageClient` and `MessageConnection` both fit. */
@@ -143,6 +145,23 @@ export class PiClient {
   compact(sessionId: string, customInstructions?: string, options: SummaryOptions = {}): Promise<CompactResult> {
     const params = customInstructions ? { sessionId, customInstructions } : { sessionId };
     return this.withWorkDone<CompactResult>(Methods.COMPACT, params, options);
+  }
+
+  /** `pi/compact {draft: true}`: the summary made but not written (DRAFT); cancellable, with progress. */
+  compactDraft(sessionId: string, customInstructions?: string, options: SummaryOptions = {}): Promise<Draft> {
+    const params = customInstructions ? { sessionId, customInstructions, draft: true } : { sessionId, draft: true };
+    return this.withWorkDone<Draft>(Methods.COMPACT, params, options);
+  }
+
+  /** `pi/commitDraft`: writes the draft; `summary` only when the person edited it. */
+  commitDraft(sessionId: string, draftId: string, summary?: string): Promise<CompactResult> {
+    const params = summary === undefined ? { sessionId, draftId } : { sessionId, draftId, summary };
+    return this.rpc.sendRequest<CompactResult>(Methods.COMMIT_DRAFT, params);
+  }
+
+  /** `pi/undo`: takes back the compaction or branch summary `entryId` while it is the leaf. */
+  undo(sessionId: string, entryId: string): Promise<UndoResult> {
+    return this.rpc.sendRequest<UndoResult>(Methods.UNDO, { sessionId, entryId });
   }
 
   /** Pi's `/tree`: move the leaf to `targetId`, optionally summarizing the branch left. */

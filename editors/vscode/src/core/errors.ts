@@ -34,17 +34,55 @@ export function isCancelled(error: unknown): boolean {
 
 /** The stable `data.reason` of one of the daemon's own errors. */
 export function errorReason(error: unknown): string | undefined {
-  const data = (error as RpcErrorLike | null)?.data;
-  const reason = (data as { reason?: unknown } | null | undefined)?.reason;
+  const reason = errorData(error).reason;
   return typeof reason === "string" ? reason : undefined;
 }
 
+/** The Pi command to use instead, when a live Pi holds the session (`liveWriter`'s `data.piCommand`). */
+export function piCommand(error: unknown): string | undefined {
+  const command = errorData(error).piCommand;
+  return typeof command === "string" ? command : undefined;
+}
+
+/** What was being done, for the errors whose sentence depends on it. */
+export type ErrorAction = "undo" | "commitDraft";
+
+const DRAFT_STATES: Record<string, string> = {
+  expired: "The draft expired before it was committed; nothing was written. Preview the compaction again.",
+  committed: "That draft was already committed.",
+  unknown: "The daemon no longer has that draft (it restarted, or the session was closed); preview again.",
+};
+
+const CONFLICT: Record<ErrorAction, string> = {
+  undo: "That summary is no longer the leaf (the session moved on); nothing was undone. Navigate the tree instead.",
+  commitDraft: "The session changed since the preview, so the draft no longer fits; nothing was written. Preview again.",
+};
+
+function errorData(error: unknown): Record<string, unknown> {
+  const data = (error as RpcErrorLike | null)?.data;
+  return typeof data === "object" && data !== null ? (data as Record<string, unknown>) : {};
+}
+
+/** The sentence for a reason whose wording depends on the action or on `data`, else undefined. */
+function specific(reason: string | undefined, data: Record<string, unknown>, action?: ErrorAction): string | undefined {
+  if (reason === "invalidParams" && typeof data.draftState === "string") {
+    return DRAFT_STATES[data.draftState];
+  }
+  if (reason === "conflict" && action !== undefined) {
+    return CONFLICT[action];
+  }
+  if (reason === "liveWriter" && typeof data.piCommand !== "string") {
+    return "Another program (Pi?) wrote to this session moments ago; nothing was written. Try again when it is idle.";
+  }
+  return undefined; // liveWriter with piCommand: the daemon's message names the Pi command already
+}
+
 /** One sentence for a notification: friendly for known reasons, the daemon's message otherwise. */
-export function describeError(error: unknown): string {
+export function describeError(error: unknown, action?: ErrorAction): string {
   const reason = errorReason(error);
   const raw = (error as RpcErrorLike | null)?.message;
   const message = typeof raw === "string" ? raw : String(error);
-  const friendly = reason ? FRIENDLY[reason] : undefined;
+  const friendly = specific(reason, errorData(error), action) ?? (reason ? FRIENDLY[reason] : undefined);
   if (friendly === undefined) {
     return message;
   }

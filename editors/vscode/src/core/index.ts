@@ -1,6 +1,7 @@
 /** Everything that runs without VS Code; the node tests import this module's bundle. */
 export * from "./client";
 export * from "./discovery";
+export * from "./drafts";
 export * from "./errors";
 export * from "./picks";
 export * from "./render";

@@ -37,6 +37,8 @@ export interface EntryDetail {
   tools?: string[];
   /** Compaction: `tokensBefore`; branch summary: the summary's estimated size. */
   tokens?: number;
+  /** Compaction: its `firstKeptEntryId` (where the range of the next compaction starts). */
+  firstKept?: string;
 }
 
 export interface TreeOptions {
@@ -140,7 +142,8 @@ export function entryDetail(entry: Record<string, unknown> | undefined): EntryDe
     return undefined;
   }
   if (entry.type === "compaction" && typeof entry.tokensBefore === "number") {
-    return { tokens: entry.tokensBefore };
+    const firstKept = typeof entry.firstKeptEntryId === "string" ? { firstKept: entry.firstKeptEntryId } : {};
+    return { tokens: entry.tokensBefore, ...firstKept };
   }
   if (entry.type === "branch_summary" && typeof entry.summary === "string") {
     return { tokens: Math.ceil(entry.summary.length / 4) };
@@ -204,6 +207,16 @@ export class TreeModel {
 
   node(id: string): TreeNode | undefined {
     return this.nodes.get(id);
+  }
+
+  /** Every node, in the order `pi/getTree` gave them. */
+  allNodes(): TreeNode[] {
+    return [...this.nodes.values()];
+  }
+
+  /** What `details` knows of `id` (tool targets, token counts, a compaction's first kept entry). */
+  detail(id: string): EntryDetail | undefined {
+    return this.details.get(id);
   }
 
   /** The displayed children of `id` (the top level when omitted). */

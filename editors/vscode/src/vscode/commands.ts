@@ -1,11 +1,13 @@
 /** The `Pi: …` commands: quick picks and input boxes around `PiClient` calls. */
 import * as vscode from "vscode";
 import { type PiClient, progressReporter, type SummaryOptions } from "../core/client";
+import { undoneMessage, undoTarget } from "../core/drafts";
 import { describeError, isCancelled } from "../core/errors";
 import { NAVIGATE_CHOICES, type NavigateChoice, navigatedMessage, navigateOptions, sessionPicks } from "../core/picks";
 import { remoteSummarizerWarning } from "../core/sources";
 import { formatTokens } from "../core/status";
 import type { Daemon } from "./daemon";
+import type { DraftEditors } from "./drafts";
 import { PiDocuments, showDocument } from "./documents";
 import type { CurrentSession } from "./session";
 
@@ -16,6 +18,7 @@ export class Commands {
     private readonly daemon: Daemon,
     private readonly session: CurrentSession,
     private readonly output: vscode.LogOutputChannel,
+    private readonly drafts: DraftEditors,
     /** Reveals and selects an entry in the side bar's tree (expanding its branch). */
     private readonly reveal: (entryId: string) => Promise<void> = async () => {},
   ) {}
@@ -31,6 +34,10 @@ export class Commands {
     const table: Record<string, (...args: never[]) => unknown> = {
       "pi.openSession": () => this.openSession(),
       "pi.compact": () => this.withSession((pi, id) => this.compact(pi, id)),
+      "pi.previewCompaction": () => this.withSession((pi, id) => this.preview(pi, id)),
+      "pi.commitDraft": (uri?: vscode.Uri) => this.withSession((pi) => this.drafts.commit(pi, uri)),
+      "pi.discardDraft": (uri?: vscode.Uri) => this.drafts.discard(uri),
+      "pi.undo": (entryId?: string) => this.withSession((pi, id) => this.undo(pi, id, entryId)),
       "pi.navigateTree": entry((pi, id, target) => this.navigate(pi, id, target)),
       "pi.setLabel": entry((pi, id, target) => this.setLabel(pi, id, target)),
       "pi.fork": entry((pi, id, target) => this.fork(pi, id, target)),
@@ -96,7 +103,48 @@ export class Commands {
     const result = await this.summarizing("Pi: compacting", (options) => pi.compact(sessionId, instructions, options));
     if (result !== undefined) {
       const saved = `${formatTokens(result.tokensBefore)} → ${formatTokens(result.tokensAfter)} tokens`;
-      void vscode.window.showInformationMessage(`Pi: compacted (${saved}).`);
+      void this.drafts.offerUndo(`Pi: compacted (${saved}).`, result);
+    }
+  }
+
+  /** **Pi: Preview Compaction**: a draft (nothing written) opened for editing, then Commit or Discard. */
+  private async preview(pi: PiClient, sessionId: string): Promise<void> {
+    const instructions = await vscode.window.showInputBox({
+      title: "Pi: Preview Compaction",
+      prompt: "Custom instructions for the summary (optional; Enter to prepare the draft)",
+      placeHolder: "e.g. focus on the API decisions",
+    });
+    if (instructions === undefined) {
+      return;
+    }
+    void this.warnRemoteSummarizer(pi, sessionId);
+    const draft = await this.summarizing("Pi: preparing a draft", (options) =>
+      pi.compactDraft(sessionId, instructions, options),
+    );
+    if (draft !== undefined) {
+      await this.drafts.show(draft);
+    }
+  }
+
+  /** **Pi: Undo**: takes back the compaction or branch summary at the leaf (`entryId`: the one just written). */
+  private async undo(pi: PiClient, sessionId: string, entryId?: string): Promise<void> {
+    const target = undoTarget(this.session.tree.leafId, (id) => this.session.tree.node(id));
+    const id = entryId ?? target?.entryId;
+    if (id === undefined) {
+      void vscode.window.showInformationMessage("Pi: the leaf is not a compaction or a branch summary; nothing to undo.");
+      return;
+    }
+    const kind = this.session.tree.node(id)?.type === "branch_summary" ? "branch summary" : "compaction";
+    try {
+      const result = await pi.undo(sessionId, id);
+      await this.session.reload(pi);
+      if (typeof result.leafId === "string") {
+        await this.reveal(result.leafId);
+      }
+      void vscode.window.showInformationMessage(undoneMessage(kind, result));
+    } catch (error) {
+      this.output.error(String(error));
+      void vscode.window.showErrorMessage(`Pi: undo failed: ${describeError(error, "undo")}`);
     }
   }
 
@@ -133,7 +181,11 @@ export class Commands {
       await this.session.reload(pi);
       await this.reveal(result.leafId);
     }
-    void vscode.window.showInformationMessage(navigatedMessage(result));
+    if (result.entry?.type === "branch_summary") {
+      void this.drafts.offerUndo(navigatedMessage(result), result);
+    } else {
+      void vscode.window.showInformationMessage(navigatedMessage(result));
+    }
   }
 
   /** In a remote window whose pi.summarizer.* was dropped, says so once (see `remoteSummarizerWarning`). */

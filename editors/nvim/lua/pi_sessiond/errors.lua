@@ -1,0 +1,33 @@
+--- Daemon errors as one sentence (PROTOCOL.md "Errors"): the daemon's message with
+--- its reason, or a sentence of our own where the reason alone would mislead.
+local M = {}
+
+local DRAFT_STATES = {
+  expired = 'the draft expired before it was committed; nothing was written: :PiPreview again',
+  committed = 'that draft was already committed',
+  unknown = 'the daemon no longer has that draft (it restarted, or the session was closed): :PiPreview again',
+}
+local CONFLICT = {
+  undo = 'that summary is no longer the leaf (the session moved on); nothing was undone: navigate with :PiTree',
+  commit = 'the session changed since the preview, so the draft no longer fits; nothing was written: :PiPreview again',
+}
+
+--- One sentence for an error; `action` (`undo`, `commit`) picks the wording of a `conflict`.
+--- A live Pi's `liveWriter` keeps the daemon's message: it names the Pi command to use.
+function M.describe(err, action)
+  local text = tostring(err.message or err)
+  local data = type(err.data) == 'table' and err.data or {}
+  if data.reason == 'invalidParams' and DRAFT_STATES[data.draftState] then
+    return DRAFT_STATES[data.draftState]
+  elseif data.reason == 'conflict' and CONFLICT[action] then
+    return CONFLICT[action]
+  elseif data.reason == 'liveWriter' and type(data.piCommand) ~= 'string' then
+    return 'another program (Pi?) wrote to this session moments ago; nothing was written: try again when it is idle'
+  end
+  if data.reason then
+    text = string.format('%s (%s)', text, data.reason)
+  end
+  return text
+end
+
+return M
