@@ -28,6 +28,11 @@ export function activate(context: vscode.ExtensionContext): void {
   const view = vscode.window.createTreeView("pi.sessionTree", { treeDataProvider: tree, showCollapseAll: true });
   const drafts = new DraftEditors(session);
   const documents = new PiDocuments(() => daemon.ensure());
+  const reveal = async (id: string) => {
+    if (session.tree.node(id) !== undefined) {
+      await view.reveal(id, { select: true, focus: false, expand: true });
+    }
+  };
 
   session.onDidChange(() => {
     tree.refresh();
@@ -47,11 +52,7 @@ export function activate(context: vscode.ExtensionContext): void {
     drafts,
     documents,
     vscode.workspace.registerTextDocumentContentProvider(SCHEME, documents),
-    ...new Commands(daemon, session, output, drafts, new MaskCommands(session, documents), async (id) => {
-      if (session.tree.node(id) !== undefined) {
-        await view.reveal(id, { select: true, focus: false, expand: true });
-      }
-    }).register(),
+    ...new Commands(daemon, session, output, drafts, new MaskCommands(session, documents, reveal), reveal).register(),
     vscode.workspace.onDidChangeConfiguration((event) => onConfigChange(event, daemon)),
   );
 }

@@ -90,11 +90,11 @@ test("the masking settings and prepareAt reach the daemon; an explicit null prep
 });
 
 test("the original document: the header, then the stored output exactly", () => {
-  const entry = { id: "t2", type: "message", message: { role: "toolResult", toolName: "bash", isError: true, details: { exitCode: 1 }, content: [{ type: "text", text: "a\nb" }] } };
+  const entry = { id: "t2", type: "message", message: { role: "toolResult", toolName: "bash", isError: true, details: { exitCode: 1 }, content: [{ type: "text", text: "a\nb\n" }] } };
   const text = core.originalDocument(entry, { command: "npm test" }, true);
   assert.match(text, /^Original tool result t2 \(bash\)/);
-  assert.match(text, /Arguments: \{"command":"npm test"\}\nOutcome: error \(exit code 1\); 3 characters, 2 lines\.\nMasked in the context/);
-  assert.ok(text.endsWith("─\na\nb"));
+  assert.match(text, /Arguments: \{"command":"npm test"\}\nOutcome: error \(exit code 1\); 4 characters, 2 lines\.\nMasked in the context/);
+  assert.ok(text.endsWith("─\na\nb\n"));
   assert.equal(core.originalDocument({ type: "compaction" }, undefined, false), undefined);
 });
 

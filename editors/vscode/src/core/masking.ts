@@ -251,6 +251,12 @@ export function toolCallArguments(assistant: Record<string, unknown> | undefined
   return undefined;
 }
 
+/** Lines as the placeholder counts them (Python's `splitlines`: a final newline ends a line). */
+function lineCount(text: string): number {
+  const lines = text.split(/\r\n|\r|\n/);
+  return text === "" ? 0 : lines.length - (/[\r\n]$/.test(text) ? 1 : 0);
+}
+
 /**
  * The document of **Show Original**: a header (tool, arguments, outcome, whether it is masked
  * now), a rule, then the stored output exactly. `undefined` when `entry` is not a tool result.
@@ -266,7 +272,7 @@ export function originalDocument(entry: Record<string, unknown>, args: unknown, 
   const lines = [
     `Original tool result ${String(entry.id)} (${String(message.toolName ?? "tool")}), as stored in the session file.`,
     ...(args !== undefined ? [`Arguments: ${oneLine(JSON.stringify(args), 300)}`] : []),
-    `Outcome: ${outcome}; ${text.length} characters, ${text.split("\n").length} lines.`,
+    `Outcome: ${outcome}; ${text.length} characters, ${lineCount(text)} lines.`,
     masked ? "Masked in the context (the model sees the placeholder); Unmask restores it." : "Not masked in the context.",
     "─".repeat(40),
   ];

@@ -16,6 +16,8 @@ export class MaskCommands {
   constructor(
     private readonly session: CurrentSession,
     private readonly documents: PiDocuments,
+    /** Reveals and selects an entry in the side bar's tree. */
+    private readonly reveal: (entryId: string) => Promise<void> = async () => {},
   ) {}
 
   /** The commands, each given `(pi, sessionId, entryId?)` by the caller. */
@@ -107,6 +109,10 @@ export class MaskCommands {
       return;
     }
     await this.session.reload(pi);
+    const last = result.edits?.[result.edits.length - 1] as { id?: unknown } | undefined;
+    if (typeof last?.id === "string") {
+      await this.reveal(last.id); // the edits just written, at the leaf
+    }
     void vscode.window.showInformationMessage(maskedMessage(kind, result));
   }
 
