@@ -44,9 +44,12 @@ def _masking_walk(bench: Workbench, session: Path) -> None:
     before, context_before = session.read_bytes(), _context(session)
 
     bench.run("Pi: Mask Old Tool Output…")
-    dialog = bench.page.locator(".monaco-dialog-box", has_text=re.compile(r"Mask \d+ tool results, frees ~[\d.]+k tokens"))
+    question = re.compile(r"Mask \d+ tool results, frees ~[\d.]+k tokens")
+    dialog = bench.page.locator(".monaco-dialog-box", has_text=question)
     dialog.wait_for(state="visible", timeout=WAIT_MS)
-    count = int(re.search(r"Mask (\d+) tool results", dialog.inner_text())[1])  # type: ignore[index]
+    found = re.search(r"Mask (\d+) tool results", dialog.inner_text())
+    assert found is not None
+    count = int(found[1])
     assert session.read_bytes() == before, "the question comes from a dry run: nothing is written yet"
     bench.shot("mask-question")
     dialog.get_by_role("button", name="Mask", exact=True).click()

@@ -240,6 +240,8 @@ end
 
 -- The commands' side: requests, questions and buffers.
 
+local methods = require('pi_sessiond.protocol').methods
+
 local function notify(message, level)
   vim.notify('pi-sessiond: ' .. message, level or vim.log.levels.INFO)
 end
@@ -286,9 +288,9 @@ end
 function M.mask(opts)
   opts = opts or {}
   if opts.entry_ids then
-    return write('mask', 'pi/mask', { entryIds = opts.entry_ids }, opts)
+    return write('mask', methods.MASK, { entryIds = opts.entry_ids }, opts)
   end
-  request('pi/mask', { dryRun = true }, function(err, dry)
+  request(methods.MASK, { dryRun = true }, function(err, dry)
     if err then
       return failed('mask', err, opts)
     elseif #(dry.edits or {}) == 0 then
@@ -302,7 +304,7 @@ function M.mask(opts)
       end)
     end
     confirm(M.question(dry), function()
-      write('mask', 'pi/mask', {}, opts)
+      write('mask', methods.MASK, {}, opts)
     end)
   end)
 end
@@ -311,7 +313,7 @@ end
 function M.unmask(ids, opts)
   opts = opts or {}
   if ids then
-    return write('unmask', 'pi/unmask', { entryIds = ids }, opts)
+    return write('unmask', methods.UNMASK, { entryIds = ids }, opts)
   end
   require('pi_sessiond').get_tree(function(err, tree)
     if err then
@@ -323,7 +325,7 @@ function M.unmask(ids, opts)
       return opts.callback and opts.callback(nil, { edits = {} })
         or notify('no tool result is masked in the context of the leaf', vim.log.levels.WARN)
     end
-    write('unmask', 'pi/unmask', { entryIds = all }, opts)
+    write('unmask', methods.UNMASK, { entryIds = all }, opts)
   end)
 end
 
@@ -347,7 +349,7 @@ function M.show_original(entry_id, opts)
       return failed('show original', tree_err, opts)
     end
     local target = M.target_of(tree, entry_id)
-    request('pi/getEntries', { ids = { target } }, function(err, result, session_id)
+    request(methods.GET_ENTRIES, { ids = { target } }, function(err, result, session_id)
       local lines = not err and M.original_lines((result.entries or {})[1], (tree.masked or {})[target] ~= nil)
       if err or not lines then
         return failed('show original', err or { message = target .. ' is not a tool result' }, opts)
