@@ -288,8 +288,8 @@ def _context(session: Path) -> object:
 
 
 def test_masking_walk_in_a_terminal(installed: tuple[dict[str, str], Path], tmp_path: Path) -> None:
-    """``:PiMask`` asks (the dry run's count and tokens), the tree marks the edits, ``o`` on one
-    shows the stored original, ``:PiUnmask!`` brings the context back."""
+    """``:PiMask`` asks (the dry run's count and tokens), the tree marks the edits, ``K`` on one
+    shows its placeholder, ``o`` the stored original, ``:PiUnmask!`` brings the context back."""
     env, session = installed
     tmux = Tmux(f"pi-sessiond-mask-{os.getpid()}", env, session.parent, artifacts_dir(tmp_path))
     tmux.start("nvim", "-i", "NONE")
@@ -310,6 +310,8 @@ def test_masking_walk_in_a_terminal(installed: tuple[dict[str, str], Path], tmp_
         tmux.wait_text(r"● masked \w+ .*\(→ [0-9a-f]+")  # the leaf: the last edit, read as what it does
         tmux.shot("masked-tree")
         target = json.loads(session.read_text().splitlines()[-1])["targetId"]
+        tmux.keys("K")  # the entry in detail: the whole placeholder
+        tmux.wait_text(rf"\[masked tool output: \w+ — the original is entry {target}")
         tmux.keys("o")
         tmux.wait_text(rf"Original tool result {target} \(\w+\)")  # (the split is narrow: the header wraps)
         tmux.wait_text(r"Masked in the context")

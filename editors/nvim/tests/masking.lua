@@ -115,6 +115,9 @@ local function test_pure()
   check(tree.marks.e3.label == 'restored bash cd src && npm test' and tree.marks.t1.note == 'masked',
     'a restore reads as "restored <tool> <target>"; the masked result is marked', tree.marks)
   check(tree.marks.e2.note == '→ t2 · error (exit code 1); 5200 characters, 120 lines', 'an edit notes its target and size')
+  local detail = table.concat(masking.detail_lines(nodes[5], tree.marks.e2), '\n')
+  check(detail:find('masked bash cd src && npm test → t2', 1, true) and detail:find('FAIL a.test.ts', 1, true),
+    'K in the tree shows an edit\'s label and its whole placeholder', detail)
   local compacted = vim.list_extend(vim.list_slice(nodes, 1, 4), { { id = 'c1', parentId = 'e1', type = 'compaction' } })
   check(vim.tbl_isempty(masking.masked_targets(compacted, 'c1', { e1 = masking.edit_info(nodes[4]) })),
     'a result summarized away by a compaction is not masked in the context')

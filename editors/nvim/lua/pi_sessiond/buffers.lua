@@ -85,6 +85,15 @@ local function tree_keymaps(buf)
       require('pi_sessiond.masking').unmask({ require('pi_sessiond.masking').target_of(trees[buf].result or {}, id) })
     end
   end, 'pi-sessiond: unmask this tool output')
+  map('K', function()
+    local id, result = M.entry_at_cursor(), trees[buf].result or {}
+    for _, node in ipairs(id and result.nodes or {}) do
+      if node.id == id then
+        local lines = require('pi_sessiond.masking').detail_lines(node, (result.marks or {})[id])
+        return vim.lsp.util.open_floating_preview(lines, 'text', { border = 'single', max_width = 100 })
+      end
+    end
+  end, 'pi-sessiond: the entry in detail (a masked result: its placeholder)')
   map('m', function()
     local id = M.entry_at_cursor()
     return id and require('pi_sessiond.masking').mask({ entry_ids = { id } })

@@ -166,17 +166,19 @@ function M.edit_label(edit, edits)
   return edit.kind .. ' ' .. what
 end
 
---- Tree annotations: id -> `{label?, note}` for every edit and every masked tool result.
+--- Tree annotations: id -> `{label?, note, text?}` (`text`: the placeholder) for every edit and
+--- every masked tool result.
 function M.marks(nodes, leaf_id, edits, first_kept)
   local marks, masked = {}, M.masked_targets(nodes, leaf_id, edits, first_kept)
   for _, node in ipairs(nodes) do
     local edit, by = edits[node.id], masked[node.id]
     if edit then
       local size = edit.placeholder and edit.placeholder.size or ''
-      marks[node.id] = { label = M.edit_label(edit, edits), note = '→ ' .. edit.target_id .. (size ~= '' and ' · ' .. size or '') }
+      marks[node.id] = { label = M.edit_label(edit, edits), note = '→ ' .. edit.target_id .. (size ~= '' and ' · ' .. size or ''),
+        text = edit.placeholder and edit.placeholder.text }
     elseif by then
       local size = by.placeholder and by.placeholder.size or ''
-      marks[node.id] = { note = 'masked' .. (size ~= '' and ' · ' .. size or '') }
+      marks[node.id] = { note = 'masked' .. (size ~= '' and ' · ' .. size or ''), text = by.placeholder and by.placeholder.text }
     end
   end
   return marks, masked
@@ -205,6 +207,22 @@ function M.message(kind, result)
     short(result.tokensBefore), short(result.tokensAfter))
   return kind == 'mask' and ('masked ' .. what .. '; :PiUnmask restores them')
     or ('restored ' .. what .. '; the context holds the full output again')
+end
+
+--- Lines of the tree's `K` detail of `node`: kind, id and preview, then what masking says of it.
+function M.detail_lines(node, mark)
+  local kind = node.type == 'message' and node.role or node.type
+  local lines = { string.format('%s %s%s', tostring(kind), node.id, type(node.timestamp) == 'string' and '  ' .. node.timestamp or '') }
+  if mark then
+    table.insert(lines, (mark.label and mark.label .. ' ' or '') .. mark.note)
+  end
+  local text = mark and mark.text or tostring(node.preview or '')
+  table.insert(lines, '')
+  vim.list_extend(lines, vim.split(text, '\n', { plain = true }))
+  if mark then
+    vim.list_extend(lines, { '', 'o: show the original · u: unmask' })
+  end
+  return lines
 end
 
 --- Lines of the `:PiOriginal` buffer: a header, a rule, then the stored output exactly.
