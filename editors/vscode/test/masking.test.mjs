@@ -62,7 +62,8 @@ test("the latest edit per target in the leaf's context decides: t1 masked, t2 re
   assert.match(model.view("t1").description, /^masked/);
   assert.equal(model.view("t1").contextValue, "entry-masked");
   assert.equal(model.view("e3").label, "restored bash cd src && npm test");
-  assert.equal(model.view("e3").contextValue, "entry-edit-leaf");
+  assert.equal(model.view("e3").contextValue, "entry-history-leaf"); // it restores: nothing to unmask
+  assert.equal(marks.get("e1").contextValue, "entry-edit"); // the edit masking t1 now
 });
 
 test("a masked result summarized away by a compaction is not masked in the context", () => {

@@ -38,8 +38,11 @@ export interface EditInfo {
 
 /** How a row of the tree is marked (see `TreeOptions.marks`). */
 export interface Mark {
-  /** `entry-masked` (a masked tool result), `entry-edit` (a context edit), `entry-tool` (maskable). */
-  contextValue: "entry-masked" | "entry-edit" | "entry-tool";
+  /**
+   * `entry-masked` (a tool result masked now), `entry-edit` (the context edit masking it now),
+   * `entry-history` (any other context edit), `entry-tool` (a maskable tool result).
+   */
+  contextValue: "entry-masked" | "entry-edit" | "entry-history" | "entry-tool";
   label?: string;
   description?: string;
   tooltip?: string;
@@ -198,7 +201,7 @@ export function maskMarks(
     if (edit !== undefined) {
       const size = edit.placeholder?.size;
       marks.set(node.id, {
-        contextValue: "entry-edit",
+        contextValue: masked.get(edit.targetId)?.id === edit.id ? "entry-edit" : "entry-history",
         label: editLabel(edit, edits),
         description: `→ ${edit.targetId}${size ? ` · ${size}` : ""}`,
         tooltip: edit.placeholder?.text ?? "",

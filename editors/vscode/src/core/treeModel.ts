@@ -26,7 +26,7 @@ export interface NodeView {
   description: string;
   tooltip: string;
   icon: string;
-  /** `entry`, `entry-summary` (compaction / branch summary: opens as markdown), a mark's (`entry-masked`, `entry-edit`, `entry-tool`), plus `-leaf` on the leaf. */
+  /** `entry`, `entry-summary` (compaction / branch summary: opens as markdown), a mark's (`entry-masked`, `entry-edit`, `entry-history`, `entry-tool`), plus `-leaf` on the leaf. */
   contextValue: string;
   isLeaf: boolean;
   onActivePath: boolean;

@@ -24,7 +24,8 @@ export class MaskCommands {
   table(): Record<string, (pi: PiClient, sessionId: string, entryId?: string) => Promise<void>> {
     return {
       "pi.maskToolOutput": (pi, id) => this.maskOld(pi, id),
-      "pi.tree.mask": (pi, id, entry) => this.write(pi, "mask", () => pi.mask(id, { entryIds: [entry ?? ""] })),
+      "pi.tree.mask": (pi, id, entry) =>
+        entry === undefined ? Promise.resolve() : this.write(pi, "mask", () => pi.mask(id, { entryIds: [entry] })),
       "pi.unmask": (pi, id, entry) => this.unmask(pi, id, entry),
       "pi.unmaskAll": (pi, id) => this.unmaskAll(pi, id),
       "pi.tree.showOriginal": (pi, id, entry) => this.showOriginal(pi, id, entry),
