@@ -191,7 +191,23 @@ local function test_original_and_unmask(path, n, context_before)
   vim.cmd('PiUnmask!')
   wait_for(':PiUnmask! reported', function() return said(string.format('restored %d tool results', n - 1)) ~= nil end)
   check(count_edits(path) == 2 * n, 'one restoring edit per masked result')
+  local entries_count = #read_entries(path) - 2 * n
   check(vim.deep_equal(context(), context_before), 'after :PiUnmask! the context equals the context before :PiMask')
+  -- `m` in the tree: one named result; masking it again is refused with a sentence.
+  local target = edit.targetId
+  local answer
+  masking.mask({ entry_ids = { target }, callback = function(err, result) answer = { err = err, result = result } end })
+  wait_for('masking one result is answered', function() return answer ~= nil end)
+  check(answer.err == nil and #answer.result.edits == 1 and answer.result.edits[1].targetId == target,
+    'one named result is masked', answer)
+  answer = nil
+  masking.mask({ entry_ids = { target }, callback = function(err) answer = { err = err } end })
+  wait_for('masking it again is answered', function() return answer ~= nil end)
+  check(answer.err and require('pi_sessiond.errors').describe(answer.err, 'mask')
+    :find('not an unmasked tool result', 1, true), 'masking it again is refused with a sentence', answer)
+  vim.cmd('PiUnmask ' .. target)
+  wait_for('it is restored again', function() return #read_entries(path) == entries_count + 2 * n + 2 end)
+  check(vim.deep_equal(context(), context_before), 'the context is the one before :PiMask again')
   local mark = #messages + 1
   vim.cmd('PiUnmask!')
   wait_for('a second :PiUnmask! says nothing is masked', function()

@@ -156,6 +156,21 @@ describe("mask, show the original, unmask through the real daemon", requireDaemo
     assert.deepEqual((await daemon.pi.getContext(sessionId)).messages, contextBefore.messages, "the context is back");
   });
 
+  test("Mask This Tool Output masks one named result; masking it again is refused with a sentence", async () => {
+    const file = workspace.copy("mask-one.jsonl");
+    const { sessionId } = await daemon.pi.openSession(file);
+    let loaded = await core.loadTree(daemon.pi, sessionId);
+    const tool = loaded.model.allNodes().find((node) => loaded.model.view(node.id).contextValue.startsWith("entry-tool"));
+    assert.ok(tool, "the leaf's context has a maskable tool result");
+    const result = await daemon.pi.mask(sessionId, { entryIds: [tool.id] });
+    assert.deepEqual(result.edits.map((edit) => edit.targetId), [tool.id]);
+    loaded = await core.loadTree(daemon.pi, sessionId);
+    assert.deepEqual([...loaded.masked.keys()], [tool.id]);
+    assert.equal(loaded.model.view(tool.id).contextValue, "entry-masked");
+    const again = await daemon.pi.mask(sessionId, { entryIds: [tool.id] }).then(() => undefined, (e) => e);
+    assert.match(core.describeError(again, "mask"), /not an unmasked tool result in the context of the leaf/);
+  });
+
   test("a session a live Pi holds: mask answers liveWriter with the Pi command, and the message keeps it", async () => {
     const file = workspace.copy("mask-live.jsonl");
     const pi = await holdAsPi(file, path.join(workspace.root, "pi-mask.sock"));
