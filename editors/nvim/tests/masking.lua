@@ -95,7 +95,8 @@ local function test_pure()
   local p = masking.parse_placeholder(PLACEHOLDER)
   check(p.tool == 'bash' and p.original_id == 't2' and p.target == 'cd src && npm test'
     and p.size == 'error (exit code 1); 5200 characters, 120 lines', 'a placeholder names tool, target and size', p)
-  local clipped = masking.parse_placeholder(PLACEHOLDER:match('^[^\n]+') .. '\narguments: {"path": "/repo/src/long.ts", "x": 1…')
+  local first_line = PLACEHOLDER:match('^[^\n]+')
+  local clipped = masking.parse_placeholder(first_line .. '\narguments: {"path": "/repo/src/long.ts", "x": 1…')
   check(clipped.target == 'long.ts', 'a clipped arguments line still gives the target', clipped)
   local nodes = {
     { id = 'u1', type = 'message', role = 'user', preview = 'run the tests' },
@@ -110,19 +111,23 @@ local function test_pure()
   end
   local entries = { e2 = { targetId = 't2', replacement = { content = { { type = 'text', text = PLACEHOLDER } } } } }
   local tree = masking.annotate({ nodes = nodes, leafId = 'e3' }, entries)
-  check(vim.deep_equal(vim.tbl_keys(tree.masked), { 't1' }), 'the latest edit per target decides: t1 masked, t2 restored',
+  check(vim.deep_equal(vim.tbl_keys(tree.masked), { 't1' }),
+    'the latest edit per target decides: t1 masked, t2 restored',
     tree.masked)
   check(tree.marks.e3.label == 'restored bash cd src && npm test' and tree.marks.t1.note == 'masked',
     'a restore reads as "restored <tool> <target>"; the masked result is marked', tree.marks)
-  check(tree.marks.e2.note == '→ t2 · error (exit code 1); 5200 characters, 120 lines', 'an edit notes its target and size')
+  check(tree.marks.e2.note == '→ t2 · error (exit code 1); 5200 characters, 120 lines',
+    'an edit notes its target and size')
   local detail = table.concat(masking.detail_lines(nodes[5], tree.marks.e2), '\n')
   check(detail:find('masked bash cd src && npm test → t2', 1, true) and detail:find('FAIL a.test.ts', 1, true),
     'K in the tree shows an edit\'s label and its whole placeholder', detail)
-  local compacted = vim.list_extend(vim.list_slice(nodes, 1, 4), { { id = 'c1', parentId = 'e1', type = 'compaction' } })
+  local compaction = { id = 'c1', parentId = 'e1', type = 'compaction' }
+  local compacted = vim.list_extend(vim.list_slice(nodes, 1, 4), { compaction })
   check(vim.tbl_isempty(masking.masked_targets(compacted, 'c1', { e1 = masking.edit_info(nodes[4]) })),
     'a result summarized away by a compaction is not masked in the context')
   local lines = require('pi_sessiond.render').tree_lines(nodes, 'e3', 120, nil, tree.marks)
-  check(lines[2]:find('toolResult (masked): x', 1, true) and lines[6]:find('● restored bash cd src && npm test (→ t2)', 1, true),
+  check(lines[2]:find('toolResult (masked): x', 1, true)
+    and lines[6]:find('● restored bash cd src && npm test (→ t2)', 1, true),
     'the tree lines show the marks', lines)
   check(masking.question({ edits = { {}, {} }, tokensBefore = 180820, tokensAfter = 96774 })
     == 'mask 2 tool results, frees ~84k tokens?', 'the question counts and frees tokens')
@@ -184,7 +189,8 @@ local function test_original_and_unmask(path, n, context_before)
   wait_for(':PiOriginal opened the stored output', function() return vim.fn.bufnr(name) ~= -1 end)
   local lines = vim.api.nvim_buf_get_lines(vim.fn.bufnr(name), 0, -1, false)
   local body = table.concat(vim.list_slice(lines, 5), '\n')
-  check(body == masking.content_text(original.message.content), 'the buffer holds the full original, not the placeholder')
+  check(body == masking.content_text(original.message.content),
+    'the buffer holds the full original, not the placeholder')
   check(lines[3]:find('Masked in the context', 1, true) ~= nil, 'the header says it is masked now', lines[3])
   vim.cmd('PiUnmask ' .. edit.id)
   wait_for(':PiUnmask reported', function() return said('restored 1 tool result') ~= nil end)

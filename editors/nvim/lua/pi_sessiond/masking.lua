@@ -174,11 +174,13 @@ function M.marks(nodes, leaf_id, edits, first_kept)
     local edit, by = edits[node.id], masked[node.id]
     if edit then
       local size = edit.placeholder and edit.placeholder.size or ''
-      marks[node.id] = { label = M.edit_label(edit, edits), note = '→ ' .. edit.target_id .. (size ~= '' and ' · ' .. size or ''),
-        text = edit.placeholder and edit.placeholder.text }
+      local note = '→ ' .. edit.target_id .. (size ~= '' and ' · ' .. size or '')
+      local text = edit.placeholder and edit.placeholder.text
+      marks[node.id] = { label = M.edit_label(edit, edits), note = note, text = text }
     elseif by then
       local size = by.placeholder and by.placeholder.size or ''
-      marks[node.id] = { note = 'masked' .. (size ~= '' and ' · ' .. size or ''), text = by.placeholder and by.placeholder.text }
+      local note = 'masked' .. (size ~= '' and ' · ' .. size or '')
+      marks[node.id] = { note = note, text = by.placeholder and by.placeholder.text }
     end
   end
   return marks, masked
@@ -212,7 +214,8 @@ end
 --- Lines of the tree's `K` detail of `node`: kind, id and preview, then what masking says of it.
 function M.detail_lines(node, mark)
   local kind = node.type == 'message' and node.role or node.type
-  local lines = { string.format('%s %s%s', tostring(kind), node.id, type(node.timestamp) == 'string' and '  ' .. node.timestamp or '') }
+  local when = type(node.timestamp) == 'string' and '  ' .. node.timestamp or ''
+  local lines = { string.format('%s %s%s', tostring(kind), node.id, when) }
   if mark then
     table.insert(lines, (mark.label and mark.label .. ' ' or '') .. mark.note)
   end
@@ -233,13 +236,16 @@ function M.original_lines(entry, masked)
   end
   local text = M.content_text(message.content)
   local code = type(message.details) == 'table' and message.details.exitCode or nil
-  local outcome = (message.isError == true and 'error' or 'ok') .. (type(code) == 'number' and string.format(' (exit code %d)', code) or '')
+  local outcome = (message.isError == true and 'error' or 'ok')
+    .. (type(code) == 'number' and string.format(' (exit code %d)', code) or '')
   local body = vim.split(text, '\n', { plain = true })
   local count = #body - ((text == '' or text:sub(-1) == '\n') and 1 or 0)
   local lines = {
-    string.format('Original tool result %s (%s), as stored in the session file.', entry.id, tostring(message.toolName or 'tool')),
+    string.format('Original tool result %s (%s), as stored in the session file.', entry.id,
+      tostring(message.toolName or 'tool')),
     string.format('Outcome: %s; %d characters, %d lines.', outcome, vim.fn.strchars(text), count),
-    masked and 'Masked in the context (the model sees the placeholder); :PiUnmask restores it.' or 'Not masked in the context.',
+    masked and 'Masked in the context (the model sees the placeholder); :PiUnmask restores it.'
+      or 'Not masked in the context.',
     string.rep('─', 40),
   }
   return vim.list_extend(lines, body)

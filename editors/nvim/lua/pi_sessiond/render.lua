@@ -128,9 +128,10 @@ end
 --- user line). `tokens` (optional) maps compaction / branch-summary ids to
 --- their token counts; `marks` (optional, `masking.marks`) id -> `{label?, note}`:
 --- a masked tool result shows its note (`masked · ok; 4451 characters, 50 lines`),
---- a context edit its label then its note (`masked bash npm test (→ id · size)`). Returns `lines, ids, folds` where `ids[i]` is the
---- entry id on line `i` and `folds[i]` is `'>1'` on a turn's user line, `1`
---- inside a turn, `0` elsewhere (a 'foldexpr').
+--- a context edit its label then its note (`masked bash npm test (→ id · size)`).
+--- Returns `lines, ids, folds` where `ids[i]` is the entry id on line `i` and
+--- `folds[i]` is `'>1'` on a turn's user line, `1` inside a turn, `0` elsewhere
+--- (a 'foldexpr').
 function M.tree_lines(nodes, leaf_id, width, tokens, marks)
   local by_id, roots = {}, {}
   for _, node in ipairs(nodes) do
