@@ -45,6 +45,7 @@ from pi_sessiond.compaction.prompts import BRANCH_SUMMARY_PREAMBLE
 from pi_sessiond.compaction.tokens import estimate_context_tokens, estimate_tokens
 from pi_sessiond.errors import Conflict
 from pi_sessiond.pipeline.compaction import Progress, Reviewer, session_reasoning, streamed_percentage
+from pi_sessiond.pipeline.filelists import branch_files
 from pi_sessiond.pipeline.requests import branch_job
 from pi_sessiond.pipeline.summaries import RunOptions, run_job
 from pi_sessiond.store.context import context_from_path
@@ -142,7 +143,7 @@ async def generate_branch_summary(
         reasoning=reasoning,
     )
     text = await run_job(summarizer, job, on_tokens, options)
-    lists = compute_file_lists(prep.file_ops)
+    lists = branch_files(compute_file_lists(prep.file_ops), prep.messages)
     body = bounded_body(text.text, format_file_operations(lists.read_files, lists.modified_files), prep.messages)
     return BranchSummary(
         summary=body or NO_SUMMARY,

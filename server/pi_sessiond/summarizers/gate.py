@@ -35,11 +35,10 @@ import attrs
 
 from pi_sessiond.summarizers.base import Purpose
 from pi_sessiond.summarizers.cues import DECISIVE
-from pi_sessiond.summarizers.facts import Facts
+from pi_sessiond.summarizers.facts import SUPERSEDED, Facts
 from pi_sessiond.summarizers.headings import normalize, section_bounds
 
 MARK = "[gate] "
-SUPERSEDED = " (superseded by a later item)"
 _TARGETS: dict[str, dict[str, str]] = {
     "history": {
         "constraint": "## Constraints & Preferences",

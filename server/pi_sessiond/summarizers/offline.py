@@ -113,7 +113,9 @@ def build_summary(request: SummaryRequest, *, progress: ProgressCallback | None 
         sections = _history_sections(found, request, focus)
     budget = _budget_tokens(request) * CHARS_PER_TOKEN
     if budget > 0:
-        _fit(sections, budget, focus)
+        _fit(sections, budget, focus, spare=True)
+    if request.max_tokens > 0:
+        _fit(sections, request.max_tokens * CHARS_PER_TOKEN, focus, spare=False)
     return _render(sections, progress)
 
 
@@ -249,6 +251,7 @@ def _turn_prefix_sections(messages: Sequence[dict[str, object]], found: Extracti
 
 _KEPT_LONGEST = ("goal", "constraints", "next", "request")
 _KEPT_ITEMS = ("Last error:", "Last user request", "Latest user request", "Earlier split-turn context:")
+_NEVER_DROPPED = _KEPT_ITEMS[:3]
 
 
 def _protected(section: _Section, item: str) -> bool:
@@ -256,17 +259,24 @@ def _protected(section: _Section, item: str) -> bool:
     return section.key in _KEPT_LONGEST or item.startswith(_KEPT_ITEMS)
 
 
-def _fit(sections: list[_Section], budget: int, focus: frozenset[str]) -> None:
+def _droppable(section: _Section, item: str, keep: bool, spare: bool) -> bool:
+    """Protected items go only in the second pass (``keep`` false); with ``spare`` the last error and
+    the latest request never go."""
+    return not (spare and item.startswith(_NEVER_DROPPED)) and not (keep and _protected(section, item))
+
+
+def _fit(sections: list[_Section], budget: int, focus: frozenset[str], *, spare: bool) -> None:
     """Drop the oldest item of the longest section until the text fits (headings stay): narrative first
-    (done, decisions, notes), then goals, constraints and open TODOs (the first goal last of all)."""
+    (done, decisions, notes), then goals, constraints and open TODOs (the first goal last of all); the last
+    error and the latest request stay unless ``spare`` is false (the hard ``max_tokens`` bound)."""
     for keep in (True, False):
         while len(_render(sections, None)) > budget:
-            candidates = [s for s in sections if any(not (keep and _protected(s, i)) for i in s.items)]
+            candidates = [s for s in sections if any(_droppable(s, i, keep, spare) for i in s.items)]
             if not candidates:
                 break
             section = max(candidates, key=lambda s: sum(len(i) for i in s.items))
             indexes = range(len(section.items) - 1, -1, -1) if section.newest_first else range(len(section.items))
-            order = [i for i in indexes if not (keep and _protected(section, section.items[i]))]
+            order = [i for i in indexes if _droppable(section, section.items[i], keep, spare)]
             if section.key == "goal" and len(order) > 1:
                 order = [i for i in order if i != 0]
             plain = [i for i in order if not _matches(section.items[i], focus)]
