@@ -44,8 +44,8 @@ from typing import Any
 import attrs
 
 from pi_sessiond.summarizers.cues import constraint_sentences
-from pi_sessiond.summarizers.facts import Facts, bounded, dedupe
-from pi_sessiond.summarizers.gate import MARK, SUPERSEDED
+from pi_sessiond.summarizers.facts import SUPERSEDED, Facts, bounded, dedupe
+from pi_sessiond.summarizers.gate import MARK
 from pi_sessiond.summarizers.offline_merge import CURRENT, superseded_marked
 from pi_sessiond.summarizers.summary_parse import SPLIT_TURN_TITLE, parse_sections, parse_summary, split_turn_part
 from pi_sessiond.summarizers.todos import is_ticked, names_changed_file

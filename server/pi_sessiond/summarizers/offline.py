@@ -42,8 +42,8 @@ from pi_protocol import Usage
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.carry import carry_forward, earlier_summaries
-from pi_sessiond.summarizers.facts import Facts
-from pi_sessiond.summarizers.gate import SUPERSEDED, flat, present
+from pi_sessiond.summarizers.facts import SUPERSEDED, Facts
+from pi_sessiond.summarizers.gate import flat, present
 from pi_sessiond.summarizers.offline_extract import Extraction, extract, message_text, trim_block
 from pi_sessiond.summarizers.offline_merge import CURRENT, STOPWORDS, merge
 from pi_sessiond.summarizers.summary_parse import parse_summary

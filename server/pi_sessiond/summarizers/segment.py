@@ -8,7 +8,8 @@ Invariants:
 * ``units(prose)`` yields ``(unit, is_list_item)``: every list item whole,
   every other line cut into sentences. A cut is made after ``.``, ``!`` or
   ``?`` followed by white space and a sentence start (not a lower-case
-  letter, not after an abbreviation such as ``e.g.`` or ``z.B.``), and right
+  letter, not after an abbreviation such as ``e.g.``, ``z.B.`` or ``p. ej.``
+  nor after a short word when a number follows), and right
   after ``。！？`` — never inside a quotation, brackets or a code span, and
   never at ``;`` (the halves of a rule stay together). Joining the units of
   a line with single spaces gives the line back (white space aside).
@@ -36,8 +37,11 @@ _SPANS = re.compile(
 )
 _CUT = re.compile(r"[.!?]+[\"”»」』)）’]*(?=\s+\S)|[。！？]+[」』）)\"”]*")
 _ABBREVIATION = re.compile(
-    r"(?:^|[\s(])(?:\w\.){1,3}\w?\.?$|(?:^|[\s(])(?:etc|vs|cf|ca|approx|bzw|usw|Nr|Dr|Mr|Mrs|Ms|St)\.$"
+    r"(?:^|[\s(])(?:\w\.){1,3}\w?\.?$|(?:^|[\s(])(?:\w\.\s){1,2}\w{1,3}\.$"
+    r"|(?:^|[\s(])(?:etc|vs|cf|ca|approx|bzw|usw|ggf|evtl|inkl|zzgl|Nr|No|Dr|Mr|Mrs|Ms|St|núm|pág|env)\.$",
+    re.I,
 )
+_SHORT_WORD = re.compile(r"(?:^|[\s(])[^\W\d_]{1,3}\.$")
 
 
 def prose_of(text: str) -> str:
@@ -95,12 +99,19 @@ def sentences(line: str) -> list[str]:
         end = cut.end()
         if any(a < end < b for a, b in protected) or not _starts_sentence(line, cut.group(), end):
             continue
-        if cut.group()[0] == "." and _ABBREVIATION.search(line[start : cut.start() + 1]):
+        if cut.group()[0] == "." and _abbreviated(line[start : cut.start() + 1], line[end:].lstrip()):
             continue
         out.append(line[start:end])
         start = end
     out.append(line[start:])
     return [part.strip() for part in out if part.strip()]
+
+
+def _abbreviated(before: str, after: str) -> bool:
+    """Whether the period ending ``before`` closes an abbreviation (``e.g.``, ``z.B.``, ``p. ej. 2``)."""
+    if _ABBREVIATION.search(before):
+        return True
+    return bool(after[:1].isdigit() and _SHORT_WORD.search(before))
 
 
 def _starts_sentence(line: str, mark: str, end: int) -> bool:
