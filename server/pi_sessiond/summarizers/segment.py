@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-LIST_ITEM = re.compile(r"^\s*(?:[-*•+・]|\d+[.)、]|[a-z][.)]|[（(]\d+[)）])\s+(.+)$")
+LIST_ITEM = re.compile(r"^\s*(?:(?:[-*•+]|\d+[.)、]|[a-z][.)]|[（(]\d+[)）])\s+|・\s*)(.+)$")
 _FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
 _LOG_LINE = re.compile(
     r"^(?:\w*(?:Error|Exception)|ERR!?|FATAL|WARN(?:ING)?|panic):\s|^\d{4}-\d\d-\d\d[T ]\d\d:|^\[\d|^\[\s*\w+\s*\]\s*\d"
