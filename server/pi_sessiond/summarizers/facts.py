@@ -43,7 +43,7 @@ JsonDict = dict[str, Any]
 SUPERSEDED = " (superseded by a later item)"
 
 REQUEST_CHARS = 1500
-CONSTRAINT_CHARS = 24_000
+CONSTRAINT_CHARS = 16_000
 LEFT_OUT = "… more user directions not listed (size bound): "
 # A pasted output that reports a failure (any tool or language).
 _FAILURE = re.compile(

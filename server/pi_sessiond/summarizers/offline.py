@@ -28,7 +28,8 @@ Invariants:
 * Iterative: an update follows :mod:`.offline_merge` (one last error, one
   latest request, restated constraints and decisions marked superseded).
 * Long sessions keep their beginning: the first request stays first in Goal
-  and constraints are kept oldest first (not pushed out by later ones).
+  and every user direction is kept, old and new, within the size bound of
+  :func:`~.facts.bounded` (uncued ones go first; a last item counts them).
 """
 
 from __future__ import annotations
@@ -42,14 +43,14 @@ from pi_protocol import Usage
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.carry import carry_forward, earlier_summaries
-from pi_sessiond.summarizers.facts import SUPERSEDED, Facts
+from pi_sessiond.summarizers.facts import SUPERSEDED, Facts, bounded
 from pi_sessiond.summarizers.gate import flat, present
 from pi_sessiond.summarizers.offline_extract import Extraction, extract, message_text, trim_block
 from pi_sessiond.summarizers.offline_merge import CURRENT, STOPWORDS, merge
 from pi_sessiond.summarizers.summary_parse import parse_summary
 
 CHARS_PER_TOKEN = 4
-_LIMITS = {"goal": 12, "constraints": 40, "done": 40, "decisions": 10, "next": 8, "ids": 20}
+_LIMITS = {"goal": 12, "done": 40, "decisions": 10, "next": 8, "ids": 20}
 _CURRENT = CURRENT
 _STOPWORDS = STOPWORDS
 
@@ -173,7 +174,7 @@ def _history_sections(found: Extraction, request: SummaryRequest, focus: frozens
     critical = _critical(found, request, focus)
     new = {
         "goal": goals,
-        "constraints": _select(found.constraints, _LIMITS["constraints"], focus, oldest=True),
+        "constraints": list(found.constraints),
         "done": list(found.done),
         "in_progress": list(found.in_progress),
         "blocked": list(found.blocked),
@@ -187,6 +188,7 @@ def _history_sections(found: Extraction, request: SummaryRequest, focus: frozens
     if request.purpose == "history" and request.previous_summary:
         new = merge(parse_summary(request.previous_summary), new, found.done_paths)
     _carried_in(new, found, request)
+    new["constraints"] = bounded(new["constraints"])
     keys = _HISTORY if request.purpose == "history" else _BRANCH
     return [_Section(k, new[k], newest_first=k == "next") for k in keys]
 
