@@ -27,7 +27,13 @@ _LOG_LINE = re.compile(
     r"^(?:\w*(?:Error|Exception)|ERR!?|FATAL|WARN(?:ING)?|panic):\s|^\d{4}-\d\d-\d\d[T ]\d\d:|^\[\d|^\[\s*\w+\s*\]\s*\d"
     r"|^[\w./\\-]+:\d+(?::\d+)?:\s|^[\w./\\-]+\(\d+,\d+\):\s"
 )
-_CODE_START = ("$ ", ">>> ", 'File "', "Traceback", "    ", "\t")
+_CODE_START = ("$ ", ">>> ", 'File "', "Traceback", "    ", "\t", "➜ ", "❯ ", "% ")
+# JSON fragments, object-literal fields (`code: 'ENOENT',`) and lone tokens such as `node:fs:443`.
+_DATAISH = re.compile(
+    r"\"\s*:\s*[\"{\[\d]|[{\[]\s*\"|\"\s*[}\]]"
+    r"|^[\w$-]+:\s*(?:'[^']*'|\"[^\"]*\"|-?\d[\d.]*)\s*,?$"
+    r"|^[^\s:/=@]*[:/=@](?=\S)\S*$|^PS [A-Z]:\\"
+)
 _FRAME = re.compile(r"^\s*at \S+ \(|^\s*at \S+:\d+")
 _TAG = re.compile(r"^</?[A-Za-z][\w-]*[\s>/]")
 _SHALLOW_QUOTE = re.compile(r"^\s*>\s?(?=\S)(?!>)")
@@ -69,11 +75,13 @@ def codeish(line: str) -> bool:
         return False
     if line.startswith(_CODE_START) or _FRAME.match(line) or stripped.startswith((">", "{", "|", "#!", "//")):
         return True
-    if _LOG_LINE.match(stripped) or _TAG.match(stripped) or stripped.startswith(("[{", '["', "[[")):
+    if _LOG_LINE.match(stripped) or _TAG.match(stripped) or _DATAISH.search(stripped):
+        return True
+    if stripped.startswith(("[{", '["', "[[")):
         return True
     if LIST_ITEM.match(line):
         return False
-    if stripped.endswith((";", "{", "}", ")")) and "(" in stripped and stripped.count(" ") < 4:
+    if stripped.endswith((";", "{", "}", ")")) and ("(" in stripped or line[:1].isspace()) and stripped.count(" ") < 4:
         return True
     plain = sum(c.isalnum() or c.isspace() or c in ",.!?'\"-:()`*/_=<>%" for c in stripped)
     return plain < 0.7 * len(stripped)

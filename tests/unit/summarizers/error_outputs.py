@@ -102,7 +102,8 @@ EXAMPLES: dict[str, tuple[str, tuple[str, ...]]] = {
     "rustc-long": (RUSTC_LONG, ("error[E0499]: cannot borrow `buf` as mutable more than once at a time",
                                 "   |           ^^^^^^^^ second mutable borrow occurs here",
                                 "   |     ---- first borrow later used here",
-                                "error: could not compile `csvport` (lib) due to 1 previous error; 20 warnings emitted")),
+                                "error: could not compile `csvport` (lib) due to 1 previous error; "
+                                "20 warnings emitted")),
     "go": (GO, ("    ledger_test.go:41: balance after refund: got 90, want 100", "--- FAIL: TestLedger (0.01s)")),
     "make": (MAKE, ("ld: undefined symbol: _ledger_close", "make: *** [Makefile:31: build/ledger] Error 1")),
     "plain": (PLAIN, ("step 90: shard 90 checksum 4f1a does not match 77c2",

@@ -25,7 +25,8 @@ from pi_sessiond.summarizers.segment import pasted_of, prose_of, sentences, unit
     ("Nimm z.B. die zweite Variante. Danach testen!", ["Nimm z.B. die zweite Variante.", "Danach testen!"]),
     ("Usa fechas ISO, p. ej. 2030-02-01. Nada más.", ["Usa fechas ISO, p. ej. 2030-02-01.", "Nada más."]),
     ("Version 1.5 is fine. see the notes", ["Version 1.5 is fine. see the notes"]),  # no capital: no cut
-    ("ログは残してください。「完了。」と表示すること。次へ", ["ログは残してください。", "「完了。」と表示すること。", "次へ"]),
+    ("ログは残してください。「完了。」と表示すること。次へ",
+     ["ログは残してください。", "「完了。」と表示すること。", "次へ"]),
     ("缓存不要清空。每天备份一次！", ["缓存不要清空。", "每天备份一次！"]),
     ("Не трогай схему. Пиши тесты?", ["Не трогай схему.", "Пиши тесты?"]),
 ])
@@ -45,8 +46,15 @@ def test_list_items_stay_whole_and_quoted_prose_is_read() -> None:
 def test_pasted_code_and_diagnostics_are_not_prose() -> None:
     text = ("Here it is:\n```\nfor x in y: pass\n```\nsrc/a.ts(3,7): error TS2322: nope\n"
             "lib/b.c:9:2: error: expected ';'\n    at run (x.js:1:2)\nat least one reviewer signs off")
-    assert prose_of(text).split() == "Here it is: at least one reviewer signs off".split()
+    assert prose_of(text).split() == ["Here", "it", "is:", "at", "least", "one", "reviewer", "signs", "off"]
     assert "for x in y: pass" in pasted_of(text) and "error TS2322" in pasted_of(text)
+
+
+def test_an_unfenced_pasted_log_is_not_prose() -> None:
+    log = "\n".join(["❯ ./run --check", "node:fs:443", "  throw err;", "errno: -2,", "code: 'ENOENT',",
+                     "detail: \"no such file\"", '{"error":{"type":"bad_request"}}', "PS C:\\work> make"])
+    assert prose_of(f"Running it gives:\n{log}\nNode v24 here. Keep the old path working.") == \
+        "Running it gives:\nNode v24 here. Keep the old path working."
 
 
 # -- recall first ----------------------------------------------------------------------------
