@@ -32,8 +32,10 @@ _CODE_START = ("$ ", ">>> ", 'File "', "Traceback", "    ", "\t", "➜ ", "❯ "
 _DATAISH = re.compile(
     r"\"\s*:\s*[\"{\[\d]|[{\[]\s*\"|\"\s*[}\]]"
     r"|^[\w$-]+:\s*(?:'[^']*'|\"[^\"]*\"|-?\d[\d.]*)\s*,?$"
-    r"|^[^\s:/=@]*[:/=@](?=\S)\S*$|^PS [A-Z]:\\"
+    r"|^PS [A-Z]:\\"
 )
+# A lone token such as `node:fs:443` (in a script written with spaces: a sentence without them is not one).
+_LONE_TOKEN = re.compile(r"^[^\s:/=@]*[:/=@](?=\S)\S*$")
 _FRAME = re.compile(r"^\s*at \S+ \(|^\s*at \S+:\d+")
 _TAG = re.compile(r"^</?[A-Za-z][\w-]*[\s>/]")
 _SHALLOW_QUOTE = re.compile(r"^\s*>\s?(?=\S)(?!>)")
@@ -76,6 +78,8 @@ def codeish(line: str) -> bool:
     if line.startswith(_CODE_START) or _FRAME.match(line) or stripped.startswith((">", "{", "|", "#!", "//")):
         return True
     if _LOG_LINE.match(stripped) or _TAG.match(stripped) or _DATAISH.search(stripped):
+        return True
+    if stripped.isascii() and _LONE_TOKEN.match(stripped):
         return True
     if stripped.startswith(("[{", '["', "[[")):
         return True

@@ -67,6 +67,8 @@ def test_an_unfenced_pasted_log_is_not_prose() -> None:
     "Le fichier garde son nom actuel.",
     "出力ファイルの名前はそのままです。",
     "日志文件放在 /var/log/ledger 下。",
+    "設定はconfig/app.tomlに書いてください。",               # no spaces, a path inside: still prose
+    "キーはtenant=acmeのままにしてください。",
     "모든 금액은 원 단위로 표시합니다.",
     "Отчёт уходит в девять утра.",
     "O relatório sai às nove.",
