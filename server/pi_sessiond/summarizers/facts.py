@@ -218,15 +218,17 @@ def bounded(items: Sequence[str], limit: int = CONSTRAINT_CHARS) -> list[str]:
     """
     earlier = sum(int(m.group(1)) for i in items if (m := re.match(re.escape(LEFT_OUT) + r"(\d+)", i)))
     fresh = [i for i in items if not i.startswith(LEFT_OUT)]
-    kept = list(fresh)
-    size = sum(len(i) for i in kept)
-    for rank in (3, 0, 1, 2):
-        for item in [i for i in kept if _rank(i) == rank]:
+    size = sum(len(i) for i in fresh)
+    gone: set[int] = set()
+    if size > limit:
+        ranks = [_rank(i) for i in fresh]
+        for n in sorted(range(len(fresh)), key=lambda n: ((3, 0, 1, 2).index(ranks[n]), n)):
             if size <= limit:
                 break
-            kept.remove(item)
-            size -= len(item)
-    left_out = earlier + len(fresh) - len(kept)
+            gone.add(n)
+            size -= len(fresh[n])
+    kept = [item for n, item in enumerate(fresh) if n not in gone]
+    left_out = earlier + len(gone)
     return [*kept, f"{LEFT_OUT}{left_out}"] if left_out else kept
 
 

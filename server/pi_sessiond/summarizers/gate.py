@@ -35,7 +35,7 @@ import attrs
 
 from pi_sessiond.summarizers.base import Purpose
 from pi_sessiond.summarizers.cues import DECISIVE
-from pi_sessiond.summarizers.facts import SUPERSEDED, Facts
+from pi_sessiond.summarizers.facts import LEFT_OUT, SUPERSEDED, Facts
 from pi_sessiond.summarizers.headings import normalize, section_bounds
 
 MARK = "[gate] "
@@ -111,7 +111,9 @@ def missing_facts(summary: str, facts: Facts) -> list[Added]:
     """The facts ``summary`` lacks, as additions (constraints, request, error, identifiers)."""
     have = flat(summary)
     added = [Added("goal", g) for g in facts.goals if not present(g, have)]
-    added += [Added("constraint", c) for c in facts.constraints if not present(c.removesuffix(SUPERSEDED), have)]
+    counted = flat(LEFT_OUT) in have  # one count of left-out directions is enough
+    added += [Added("constraint", c) for c in facts.constraints
+              if not present(c.removesuffix(SUPERSEDED), have) and not (counted and c.startswith(LEFT_OUT))]
     added += [Added("decision", d) for d in facts.decisions if not present(d.removesuffix(SUPERSEDED), have)]
     added += [Added("todo", t) for t in facts.todos if not present(t, have)]
     if facts.last_request and not present(facts.last_request[:300], have):

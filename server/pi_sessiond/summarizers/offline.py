@@ -271,8 +271,9 @@ def _fit(sections: list[_Section], budget: int, focus: frozenset[str], *, spare:
     """Drop the oldest item of the longest section until the text fits (headings stay): narrative first
     (done, decisions, notes), then goals, constraints and open TODOs (the first goal last of all); the last
     error and the latest request stay unless ``spare`` is false (the hard ``max_tokens`` bound)."""
+    sizes = [_part_size(section) for section in sections]
     for keep in (True, False):
-        while len(_render(sections, None)) > budget:
+        while sum(sizes) + 2 * (len(sections) - 1) > budget:
             candidates = [s for s in sections if any(_droppable(s, i, keep, spare) for i in s.items)]
             if not candidates:
                 break
@@ -283,6 +284,12 @@ def _fit(sections: list[_Section], budget: int, focus: frozenset[str], *, spare:
                 order = [i for i in order if i != 0]
             plain = [i for i in order if not _matches(section.items[i], focus)]
             del section.items[(plain or order)[0]]
+            sizes[sections.index(section)] = _part_size(section)
+
+
+def _part_size(section: _Section) -> int:
+    """The length of ``section`` as :func:`_render` writes it (without the blank line between parts)."""
+    return len(_render_section(section)) + (len("## Progress\n") if section.key == "done" else 0)
 
 
 def _render(sections: list[_Section], progress: ProgressCallback | None) -> str:

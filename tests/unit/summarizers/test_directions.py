@@ -127,3 +127,24 @@ def test_an_error_pasted_by_the_user_is_the_last_error() -> None:
     facts = extract_facts([{"role": "user", "content": f"It fails on staging:\n```\n{paste}\n```\nFix it."}])
     assert facts.last_error.startswith("error the user pasted:") and "KeyError: 'tenant'" in facts.last_error
     assert extract_facts([{"role": "user", "content": "The error page must say: try again later."}]).last_error == ""
+
+
+def test_over_many_compactions_the_directions_stay_bounded_with_one_count() -> None:
+    from pi_sessiond.pipeline.requests import HISTORY_HEADINGS
+    from pi_sessiond.summarizers.base import SummaryRequest
+    from pi_sessiond.summarizers.carry import carry_forward
+    from pi_sessiond.summarizers.gate import repair
+    from pi_sessiond.summarizers.offline import build_summary
+
+    previous: str | None = None
+    for n in range(12):
+        said = " ".join(f"Round {n} note {k}: the ledger table {k} keeps its {n}th column as is." for k in range(60))
+        messages = ({"role": "user", "content": said + " Never rename the ledger."},)
+        request = SummaryRequest(system_prompt="", prompt="", max_tokens=20_000, messages=messages,
+                                 previous_summary=previous)
+        facts = carry_forward(extract_facts(messages), previous, messages)
+        previous = repair(build_summary(request), facts, "history", HISTORY_HEADINGS).text
+    section = previous.split("## Constraints & Preferences\n", 1)[1].split("\n\n", 1)[0]
+    assert section.count(LEFT_OUT) == 1 and len(section) < 20_000
+    assert "Never rename the ledger." in section  # a cued direction outlives the uncued ones
+    assert int(section.split(LEFT_OUT, 1)[1].split()[0].strip(")")) > 400
