@@ -16,11 +16,14 @@ Invariants:
   paths a ``bash`` call (or a user ``!command``) changes
   (:func:`~.bashfiles.changed_paths`). A modified file is never also listed
   as read.
-* Constraints are whole sentences of user messages (code blocks and pasted
-  logs skipped; the whole message scanned), chosen by structure
-  (:mod:`.cues`), never by one language's words.
-* The last error is the newest failing tool result, failed user command or
-  model error, reduced to its decisive lines (:func:`decisive_lines`).
+* Constraints are, recall first, every sentence or list item of the user
+  messages that directs the work (code blocks and pasted logs skipped; the
+  whole message scanned; :mod:`.cues`), verbatim, in order, de-duplicated,
+  never chosen by one language's words; at most ``CONSTRAINT_CHARS``
+  characters (:func:`bounded`: what is left out is counted in a last item).
+* The last error is the newest failing tool result, failed user command,
+  model error or error output pasted by the user, reduced to its decisive
+  lines (:func:`decisive_lines`).
 * TODOs: the assistant's next steps still open at the end of the range
   (:func:`~.todos.open_todos`). ``decisions`` and ``goals`` are empty here: only
   an earlier summary's Key Decisions and Goal items are hard facts (:mod:`.carry`).

@@ -21,7 +21,8 @@ Invariants:
   In Progress / Blocked / Key Decisions (branch), Context Needed to Continue
   (turn prefix). A format of the user's own (no required headings) gets one
   trailing ``Kept by the fidelity gate:`` block.
-* Repairing a repaired summary adds nothing.
+* Repairing a repaired summary adds nothing; a summary that already counts
+  left-out directions (``LEFT_OUT``) gets no second count.
 * File lists are not the gate's: the pipeline appends them (with the files
   changed through bash, which it reports as ``modifiedFile`` additions).
 """
