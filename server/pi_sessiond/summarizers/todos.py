@@ -15,6 +15,8 @@ Invariants:
   restates it (3/5 of its significant words), or when it names a file that
   a later ``edit``/``write``/``bash`` call changed (the same path, or the
   same base name when the step gives no directory).
+* A todo-list tool call (``todo_write``, ``TodoWrite``, a ``tasklist`` …):
+  the items of the newest one not marked completed, done or cancelled.
 * The list under a short label or heading that says it is open
   (``Still open:``, ``## Pending``, ``Offen:``, ``残り：``) counts like a
   ``Next steps:`` list.
@@ -69,6 +71,9 @@ _COMPLETED = re.compile(
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _PATHISH = re.compile(r"[\w@~.-]*[\w@~-](?:/[\w@.-]+)*(?:\.\w+)?")
+_TODO_TOOL = re.compile(r"todo|task_?list|checklist|plan", re.I)
+_ITEM_TEXT = ("content", "text", "title", "task", "description", "step")
+_FINISHED = frozenset({"completed", "complete", "done", "cancelled", "canceled", "skipped"})
 _STOP = frozenset({"the", "and", "for", "with", "that", "this", "then", "from", "into", "next", "todo"})
 
 
@@ -160,29 +165,59 @@ def _listed_under_cue(text: str) -> list[str]:
 
 def open_todos(messages: Sequence[JsonDict]) -> list[str]:
     """The still-open next steps of the assistant in ``messages`` (module invariants)."""
-    stated: dict[str, tuple[int, str, bool, bool]] = {}
+    stated: dict[str, tuple[int, str, str, bool]] = {}
     done: list[tuple[int, str]] = []
     changed: list[tuple[int, str]] = []
-    last_plan = -1
+    newest = {"plan": -1, "tool": -1}
     for index, msg in enumerate(messages):
         if not isinstance(msg, dict) or msg.get("role") != "assistant":
             continue
         text = _text(msg)
-        for step, ticked, numbered in steps_in(text):
-            last_plan = index if numbered else last_plan
+        found = [(step, ticked, "plan" if numbered else "text") for step, ticked, numbered in steps_in(text)]
+        found += [(step, ticked, "tool") for step, ticked in tool_steps(msg)]
+        for step, ticked, kind in found:
+            if kind in newest:  # a plan or a todo list replaces the one before it
+                newest[kind] = index
             key = " ".join(re.sub(r"^\s*(?:\[[ xX]\]|✅|✓)\s*", "", step).lower().split())
             if ticked:
                 done.append((index, step))
             stated.pop(key, None)
-            stated[key] = (index, step, numbered, ticked)
+            stated[key] = (index, step, kind, ticked)
         done += [(index, s) for s in _SENTENCE.split(text) if _COMPLETED.search(s) and not _CUE.match(s)]
         changed += [(index, p) for p in _changed(msg)]
     open_steps = [
         step if len(step) <= TODO_CHARS else step[:TODO_CHARS].rstrip() + "…"
-        for index, step, numbered, ticked in stated.values()
-        if not (ticked or (numbered and index != last_plan) or _done_later(step, index, done, changed))
+        for index, step, kind, ticked in stated.values()
+        if not (ticked or index != newest.get(kind, index) or _done_later(step, index, done, changed))
     ]
     return open_steps[-TODOS_KEPT:]
+
+
+def tool_steps(msg: JsonDict) -> list[tuple[str, bool]]:
+    """``(step, done)`` of the items a todo-list tool call sets (``todo_write``, ``TodoWrite``, …)."""
+    out: list[tuple[str, bool]] = []
+    for block in msg.get("content") or ():
+        if not isinstance(block, dict) or block.get("type") != "toolCall":
+            continue
+        args = block.get("arguments")
+        if not _TODO_TOOL.search(str(block.get("name") or "")) or not isinstance(args, dict):
+            continue
+        for items in (v for v in args.values() if isinstance(v, list)):
+            out += [step for item in items if (step := _tool_item(item))]
+    return out
+
+
+def _tool_item(item: object) -> tuple[str, bool] | None:
+    if isinstance(item, str):
+        return (item.strip(), False) if item.strip() else None
+    if not isinstance(item, dict):
+        return None
+    text = next((v for k in _ITEM_TEXT if isinstance(v := item.get(k), str) and v.strip()), None)
+    if text is None:
+        return None
+    status = str(item.get("status") or item.get("state") or "").lower()
+    finished = status in _FINISHED or any(item.get(k) is True for k in ("done", "completed", "checked"))
+    return text.strip(), finished
 
 
 def _done_later(step: str, index: int, done: list[tuple[int, str]], changed: list[tuple[int, str]]) -> bool:
