@@ -26,6 +26,7 @@ import attrs
 
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.jsontext import MAX_DEPTH, TooDeepError, loads
+from pi_sessiond.store.table import EntryTable
 
 _SKELETON = re.compile(
     rb'\{"type":"([a-z_]+)","id":"([^"\\]*)","parentId":(?:null|"([^"\\]*)"),"timestamp":"([^"\\]*)"'
@@ -52,7 +53,7 @@ class ReadResult:
     """A session file as read: nothing here has been migrated yet."""
 
     header: dict[str, Any] | None
-    entries: list[Entry]
+    entries: list[Entry] | EntryTable
     warnings: list[Warning]
     size: int
     ends_with_newline: bool

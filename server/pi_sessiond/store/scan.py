@@ -1,0 +1,205 @@
+"""Opening a v3 session file without a Python loop or object per line.
+
+Pi writes every message line as ``{"type":"message","id":…,"parentId":…,
+"timestamp":…``. One compiled regex, run by ``findall`` over the whole buffer
+chunk by chunk (C speed, no per-line bytecode), yields a row per newline:
+whether the line before it ends in ``}``, and the id and parent of the line
+after it when that line has the standard prefix. A line is *deferred* (kept as
+its id and parent in an :class:`~pi_sessiond.store.table.EntryTable` column,
+its :class:`~pi_sessiond.store.entry.Entry` made on first use) when:
+
+- it is a ``message`` with the standard prefix, its id, parent and timestamp
+  printable ASCII without quotes or backslashes (so they decode as they are),
+- it ends in ``}`` right before its newline (a torn or cut line never does),
+- it is shorter than ``reader._LAZY_MAX_BYTES``: every line at least that
+  long spans a whole newline-free window of half that size, and the windows
+  are checked with ``bytes.find`` (a few hundred calls).
+
+Every other line — the header, labels, session names, compactions and the
+other small entries open must know, lines with their fields in another order,
+escaped ids, blank, broken, torn or deep lines — is read by the per-line
+reader (``reader._read_line``), in file order, so warnings, line numbers and
+skipped lines are exactly what ``reader.parse_session_bytes`` reports, and a
+deferred entry, once made, equals the one the reader makes (the reader's own
+skeleton regex reads it: a deferred line is a subset of the lines the reader
+itself reads lazily).
+
+The fast path applies to files whose first line is a session header of
+version 3 or later; anything else (old versions to migrate, a missing header,
+an empty file) is read by the reader.
+
+Line positions: the rows of a chunk are counted when it is scanned; the byte
+offset of a line is found when its entry is made, by scanning its chunk's
+newlines once (``Lines``).
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from bisect import bisect_left, bisect_right
+from itertools import compress, islice, repeat
+from operator import eq, itemgetter, ne
+from pathlib import Path
+from typing import Any
+
+from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.jsontext import loads
+from pi_sessiond.store.migrate import CURRENT_VERSION, header_version
+from pi_sessiond.store.reader import _LAZY_MAX_BYTES, _SKELETON, ReadResult, _read_line, _trim, parse_session_bytes
+from pi_sessiond.store.table import EntryTable
+
+_PLAIN = rb"[ !#-\[\]-~]"  # printable ASCII except '"' and '\'
+_ROW = re.compile(
+    rb'\n(?:(?<=(\})\n))?(?:\{"type":"message","id":"(' + _PLAIN + rb'+)","parentId":(?:null|"('
+    + _PLAIN + rb'+)"),"timestamp":"' + _PLAIN + rb'*")?'
+)
+_CHUNK = 1 << 18  # bytes scanned per findall call (a line's offset costs one scan of its chunk)
+_WINDOW = _LAZY_MAX_BYTES // 2  # a line of _LAZY_MAX_BYTES or more holds a whole newline-free window
+_NULL_PARENT = {"": None}
+
+
+def read_session_file(path: Path) -> ReadResult:
+    """Read ``path`` like ``reader.read_session_file``, deferring the standard message lines."""
+    buf = path.read_bytes()
+    return scan_session_bytes(buf) or parse_session_bytes(buf)
+
+
+def scan_session_bytes(buf: bytes, *, chunk: int = _CHUNK) -> ReadResult | None:
+    """The file in ``buf`` read with deferred entries; ``None`` when the fast path does not apply.
+
+    ``chunk``: bytes per ``findall`` call (tests make it tiny to cross chunk borders everywhere).
+    """
+    header_end = buf.find(b"\n")
+    header = _header(buf, header_end)
+    if header is None:
+        return None
+    lines = Lines(buf, header_end, chunk)
+    slow = _slow_lines(lines)
+    ids, parents = _columns(lines.rows)
+    line_count = 1 + len(lines.rows) - (1 if buf.endswith(b"\n") else 0)
+    lines.rows = []  # read: free them before the entries are built
+    table = EntryTable()
+    result = ReadResult(header, table, [], len(buf), buf.endswith(b"\n"), header_line=1, line_count=line_count)
+    entry_lines = array("l")
+    table.bind(_Maker(lines, table, entry_lines))  # a skipped deep line may ask for the entry before it
+    done = 0
+    for j in sorted(slow):
+        if done < j:
+            table.extend_deferred(ids[done:j], parents[done:j], "message")
+            entry_lines.extend(range(done, j))
+        before = len(table)
+        start, stop = lines.span(j)
+        first, last = _trim(buf, start, stop)
+        if first < last:
+            _read_line(buf, first, last, j + 2, stop == len(buf), result)
+        entry_lines.extend(repeat(-1, len(table) - before))
+        done = j + 1
+    return result
+
+
+def _header(buf: bytes, end: int) -> dict[str, Any] | None:
+    """The header on line 1 when it is a session header of a version needing no migration."""
+    if end <= 0 or not buf.startswith(b'{"type":"session"'):
+        return None
+    try:
+        header = loads(buf[:end])
+    except ValueError:
+        return None
+    if not isinstance(header, dict) or header.get("type") != "session" or not isinstance(header.get("id"), str):
+        return None
+    return header if header_version(header) >= CURRENT_VERSION else None
+
+
+def _slow_lines(lines: Lines) -> set[int]:
+    """Lines (0 = the line after the header) the per-line reader must read (see the module docstring)."""
+    rows = lines.rows
+    count = len(rows)
+    slow = set(compress(range(count), map(eq, map(itemgetter(1), rows), repeat(b""))))  # no standard prefix
+    slow.update(j - 1 for j in compress(range(1, count), map(ne, islice(map(itemgetter(0), rows), 1, None),
+                                                              repeat(b"}"))))
+    slow.add(count - 1)  # the last line has no newline after it (torn), or is the empty one after the last
+    slow.update(lines.long_lines())
+    return slow
+
+
+def _columns(rows: list[tuple[bytes, bytes, bytes]]) -> tuple[list[str], list[str | None]]:
+    """The ids and parents of every row (empty / ``None`` where a line has no standard prefix)."""
+    ids = b"\0".join(map(itemgetter(1), rows)).decode("ascii").split("\0")
+    parents = b"\0".join(map(itemgetter(2), rows)).decode("ascii").split("\0")
+    return ids, list(map(_NULL_PARENT.get, parents, parents))
+
+
+class Lines:
+    """Where the lines after the header are: chunks of the buffer and their rows."""
+
+    def __init__(self, buf: bytes, header_end: int, chunk: int = _CHUNK) -> None:
+        self.buf = buf
+        self.starts: list[int] = []  # the newline each chunk starts at
+        self.firsts: list[int] = []  # the line number (0-based) after that newline
+        self.rows: list[tuple[bytes, bytes, bytes]] = []
+        self._newlines: dict[int, list[int]] = {}
+        findall, find, size = _ROW.findall, buf.find, len(buf)
+        at = header_end
+        while at >= 0:
+            nxt = find(b"\n", at + chunk) if at + chunk < size else -1
+            self.starts.append(at)
+            self.firsts.append(len(self.rows))
+            self.rows += findall(buf, at, nxt if nxt >= 0 else size)
+            at = nxt
+
+    def newlines(self, chunk: int) -> list[int]:
+        """The positions of the newlines in ``chunk`` (scanned once, then kept)."""
+        found = self._newlines.get(chunk)
+        if found is None:
+            stop = self.starts[chunk + 1] if chunk + 1 < len(self.starts) else len(self.buf)
+            found, at, find = [], self.starts[chunk], self.buf.find
+            while 0 <= at < stop:
+                found.append(at)
+                at = find(b"\n", at + 1, stop)
+            self._newlines[chunk] = found
+        return found
+
+    def span(self, line: int) -> tuple[int, int]:
+        """``(start, stop)`` of a line, its newline excluded."""
+        chunk = bisect_right(self.firsts, line) - 1
+        start = self.newlines(chunk)[line - self.firsts[chunk]] + 1
+        stop = self.buf.find(b"\n", start)
+        return start, stop if stop >= 0 else len(self.buf)
+
+    def line_at(self, offset: int) -> int:
+        """The line holding byte ``offset`` (after the header's newline, not a newline itself)."""
+        chunk = bisect_right(self.starts, offset) - 1
+        return self.firsts[chunk] + bisect_left(self.newlines(chunk), offset) - 1
+
+    def long_lines(self) -> list[int]:
+        """The lines of ``_LAZY_MAX_BYTES`` or more (and no others)."""
+        found: list[int] = []
+        find, first = self.buf.find, self.starts[0] + 1
+        for window in range(first, len(self.buf), _WINDOW):
+            if find(b"\n", window, window + _WINDOW) < 0:
+                line = self.line_at(window)
+                start, stop = self.span(line)
+                if stop - start >= _LAZY_MAX_BYTES and (not found or found[-1] != line):
+                    found.append(line)
+        return found
+
+
+class _Maker:
+    """Makes a deferred entry exactly as ``reader._read_line`` makes a lazy one."""
+
+    __slots__ = ("_lines", "_positions", "_table")
+
+    def __init__(self, lines: Lines, table: EntryTable, positions: array[int]) -> None:
+        self._lines = lines
+        self._table = table
+        self._positions = positions
+
+    def __call__(self, i: int) -> Entry:
+        line = self._positions[i]
+        start, stop = self._lines.span(line)
+        m = _SKELETON.match(self._lines.buf, start, stop)
+        assert m is not None and line >= 0, "a deferred line the reader's skeleton does not read"
+        timestamp, role = m.group(4, 5)
+        return Entry(self._table.ids[i], self._table.parents[i], "message", timestamp.decode(), None,
+                     self._lines.buf, start, stop, line + 2, role.decode() if role is not None else None)

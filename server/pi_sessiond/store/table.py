@@ -1,0 +1,233 @@
+"""The entries of a session in file order, held as parallel columns.
+
+Opening a 100k-entry file must not make a Python object per entry
+(``scan.py``): an :class:`EntryTable` keeps, per entry, its id, parent id and
+type in plain lists (filled by C-speed operations) and makes the
+:class:`~pi_sessiond.store.entry.Entry` only when someone asks for it
+(``table[i]``, iteration, ``by_id``). Invariants:
+
+- ``ids``, ``parents``, ``types`` and ``_objs`` have one item per entry, in
+  file order; ``_objs[i]`` is the entry once made (or given), else ``None``,
+  and a made entry is kept, so ``table[i] is table[i]``.
+- An entry not yet made is a line of the file its maker (``Lines``) can read;
+  its id, parent and type are already in the columns and equal what the made
+  entry says (``scan.py`` only defers lines whose skeleton the reader's regex
+  reads in full).
+- ``id_positions`` maps an id to the position of its *last* entry (a later duplicate
+  wins, as in Pi); built on first use.
+- A :class:`PathView` is a root -> leaf path as positions: its ``types`` and
+  ``ids`` need no entry to be made, so a walk over 100k entries (thinking
+  level, the newest compaction) makes only the entries it stops at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import repeat
+from typing import overload
+
+from pi_sessiond.store.entry import Entry
+
+Maker = Callable[[int], Entry]
+"""Makes the entry at a position whose object was not given (``scan.Lines.make``)."""
+
+
+class EntryTable(Sequence[Entry]):
+    """All entries of one session in file order (see the module docstring)."""
+
+    __slots__ = ("_index", "_make", "_objs", "ids", "parents", "types")
+
+    def __init__(self, make: Maker | None = None) -> None:
+        self.ids: list[str] = []
+        self.parents: list[str | None] = []
+        self.types: list[str] = []
+        self._objs: list[Entry | None] = []
+        self._make = make
+        self._index: dict[str, int] | None = None
+
+    @classmethod
+    def of(cls, entries: Sequence[Entry]) -> EntryTable:
+        """A table of entries that are all made already."""
+        table = cls()
+        table.ids = [e.id for e in entries]
+        table.parents = [e.parent_id for e in entries]
+        table.types = [e.type for e in entries]
+        table._objs = list(entries)
+        return table
+
+    # ------------------------------------------------------------ building
+    def bind(self, make: Maker) -> None:
+        """Set the maker of the entries added by :meth:`extend_deferred`."""
+        self._make = make
+
+    def append(self, entry: Entry) -> None:
+        """Add a made entry at the end."""
+        self.ids.append(entry.id)
+        self.parents.append(entry.parent_id)
+        self.types.append(entry.type)
+        self._objs.append(entry)
+        if self._index is not None:
+            self._index[entry.id] = len(self.ids) - 1
+
+    def extend_deferred(self, ids: list[str], parents: list[str | None], kind: str) -> None:
+        """Add entries not made yet, all of type ``kind`` (their maker reads them when asked)."""
+        self.ids += ids
+        self.parents += parents
+        self.types += repeat(kind, len(ids))
+        self._objs += repeat(None, len(ids))
+        self._index = None
+
+    # ------------------------------------------------------------- reading
+    @property
+    def id_positions(self) -> dict[str, int]:
+        """Id -> position of its last entry."""
+        if self._index is None:
+            self._index = dict(zip(self.ids, range(len(self.ids)), strict=True))
+        return self._index
+
+    def made(self) -> Iterator[Entry]:
+        """The entries made so far (given ones included), in file order; makes none."""
+        return filter(None, self._objs)
+
+    def count_made(self) -> int:
+        """How many entries are made (a test's measure of laziness)."""
+        return len(self._objs) - self._objs.count(None)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        if isinstance(index, slice):
+            return [self._at(i) for i in range(*index.indices(len(self.ids)))]
+        if index < 0:
+            index += len(self.ids)
+        if not 0 <= index < len(self.ids):
+            raise IndexError(index)
+        return self._at(index)
+
+    def _at(self, i: int) -> Entry:
+        entry = self._objs[i]
+        if entry is None:
+            assert self._make is not None, "a deferred entry without a maker"
+            entry = self._objs[i] = self._make(i)
+        return entry
+
+    def __iter__(self) -> Iterator[Entry]:
+        return (self._at(i) for i in range(len(self.ids)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EntryTable | list | tuple):
+            return len(self) == len(other) and all(a is b or a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def get(self, entry_id: str | None) -> Entry | None:
+        """The (last) entry with ``entry_id``, or ``None``."""
+        i = self.id_positions.get(entry_id) if entry_id is not None else None
+        return self._at(i) if i is not None else None
+
+    def path_positions(self, entry_id: str | None) -> list[int]:
+        """Positions from ``entry_id`` up to its root (leaf first); stops at a missing parent or a repeat."""
+        index, parents = self.id_positions, self.parents
+        up: list[int] = []
+        i = index.get(entry_id) if entry_id is not None else None
+        limit = len(index)
+        while i is not None:  # tight loop; a path longer than the tree means a cycle
+            up.append(i)
+            if len(up) > limit:
+                return self._path_with_cycle(up[0])
+            parent = parents[i]
+            i = index.get(parent) if parent else None
+        return up
+
+    def _path_with_cycle(self, start: int) -> list[int]:
+        index, parents = self.id_positions, self.parents
+        up: list[int] = []
+        seen: set[int] = set()
+        i: int | None = start
+        while i is not None and i not in seen:
+            seen.add(i)
+            up.append(i)
+            parent = parents[i]
+            i = index.get(parent) if parent else None
+        return up
+
+
+class EntryMap(Mapping[str, Entry]):
+    """``by_id`` of a table: id -> its last entry, made on lookup."""
+
+    __slots__ = ("_table",)
+
+    def __init__(self, table: EntryTable) -> None:
+        self._table = table
+
+    def __getitem__(self, entry_id: str) -> Entry:
+        return self._table._at(self._table.id_positions[entry_id])
+
+    def get(self, entry_id: str, default: Entry | None = None) -> Entry | None:  # type: ignore[override]
+        i = self._table.id_positions.get(entry_id)
+        return self._table._at(i) if i is not None else default
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self._table.id_positions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table.id_positions)
+
+    def __len__(self) -> int:
+        return len(self._table.id_positions)
+
+
+class PathView(Sequence[Entry]):
+    """A root -> leaf path of a table, as positions (entries made on access)."""
+
+    __slots__ = ("_positions", "_table")
+
+    def __init__(self, table: EntryTable, positions: list[int]) -> None:
+        self._table = table
+        self._positions = positions
+
+    @property
+    def types(self) -> list[str]:
+        """The entries' types, root first (makes no entry)."""
+        return list(map(self._table.types.__getitem__, self._positions))
+
+    @property
+    def ids(self) -> list[str]:
+        """The entries' ids, root first (makes no entry)."""
+        return list(map(self._table.ids.__getitem__, self._positions))
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        if isinstance(index, slice):
+            return [self._table._at(i) for i in self._positions[index]]
+        return self._table._at(self._positions[index])
+
+    def __iter__(self) -> Iterator[Entry]:
+        at = self._table._at
+        return (at(i) for i in self._positions)
+
+    def __reversed__(self) -> Iterator[Entry]:
+        at = self._table._at
+        return (at(i) for i in reversed(self._positions))
+
+
+def types_of(path: Sequence[Entry]) -> list[str]:
+    """The types along ``path`` without making entries when it is a :class:`PathView`."""
+    return path.types if isinstance(path, PathView) else [e.type for e in path]
+
+
+def ids_of(path: Sequence[Entry]) -> list[str]:
+    """The ids along ``path`` without making entries when it is a :class:`PathView`."""
+    return path.ids if isinstance(path, PathView) else [e.id for e in path]
