@@ -139,9 +139,7 @@ class SessionTree:
     def path_view(self, entry_id: str | None = None) -> PathView:
         """:meth:`path` as a view: entries are made only when read (``types``/``ids`` make none)."""
         target = self.leaf_id if entry_id is None else entry_id
-        positions = self.entries.path_positions(target)
-        positions.reverse()
-        return PathView(self.entries, positions)
+        return PathView(self.entries, self.entries.path_positions(target))
 
     def sorted_children(self, entry_id: str) -> list[Entry]:
         """Children as Pi's ``getTree`` orders them: by timestamp, stable."""
