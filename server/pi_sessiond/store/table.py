@@ -22,8 +22,8 @@ type in plain lists (filled by C-speed operations) and makes the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
 from bisect import bisect_right
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import chain, compress, repeat
 from operator import ne
 from typing import overload
