@@ -36,10 +36,9 @@ newlines once (``Lines``).
 from __future__ import annotations
 
 import re
-from array import array
 from bisect import bisect_left, bisect_right
-from itertools import compress, islice, repeat
-from operator import eq, itemgetter, ne
+from collections.abc import Iterator
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -75,25 +74,27 @@ def scan_session_bytes(buf: bytes, *, chunk: int = _CHUNK) -> ReadResult | None:
     if header is None:
         return None
     lines = Lines(buf, header_end, chunk)
-    slow = _slow_lines(lines)
-    ids, parents = _columns(lines.rows)
-    line_count = 1 + len(lines.rows) - (1 if buf.endswith(b"\n") else 0)
-    lines.rows = []  # read: free them before the entries are built
+    rows, lines.rows = lines.rows, []
+    ends, id_bytes, parent_bytes = (list(map(itemgetter(k), rows)) for k in range(3))
+    del rows  # a tuple per line: free them before the entries are built
+    slow = _slow_lines(ends, id_bytes, lines)
+    ids, parents = _decoded(id_bytes), _decoded(parent_bytes)
+    del ends, id_bytes, parent_bytes
     table = EntryTable()
+    line_count = 1 + len(ids) - (1 if buf.endswith(b"\n") else 0)
     result = ReadResult(header, table, [], len(buf), buf.endswith(b"\n"), header_line=1, line_count=line_count)
-    entry_lines = array("l")
-    table.bind(_Maker(lines, table, entry_lines))  # a skipped deep line may ask for the entry before it
+    maker = _Maker(lines, table)
+    table.bind(maker)  # bound first: a skipped deep line may ask for the entry before it
     done = 0
     for j in sorted(slow):
         if done < j:
-            table.extend_deferred(ids[done:j], parents[done:j], "message")
-            entry_lines.extend(range(done, j))
-        before = len(table)
+            maker.segment(len(table), done)
+            table.extend_deferred(ids[done:j], list(map(_NULL_PARENT.get, parents[done:j], parents[done:j])),
+                                  "message")
         start, stop = lines.span(j)
         first, last = _trim(buf, start, stop)
         if first < last:
             _read_line(buf, first, last, j + 2, stop == len(buf), result)
-        entry_lines.extend(repeat(-1, len(table) - before))
         done = j + 1
     return result
 
@@ -111,23 +112,29 @@ def _header(buf: bytes, end: int) -> dict[str, Any] | None:
     return header if header_version(header) >= CURRENT_VERSION else None
 
 
-def _slow_lines(lines: Lines) -> set[int]:
+def _slow_lines(ends: list[bytes], id_bytes: list[bytes], lines: Lines) -> set[int]:
     """Lines (0 = the line after the header) the per-line reader must read (see the module docstring)."""
-    rows = lines.rows
-    count = len(rows)
-    slow = set(compress(range(count), map(eq, map(itemgetter(1), rows), repeat(b""))))  # no standard prefix
-    slow.update(j - 1 for j in compress(range(1, count), map(ne, islice(map(itemgetter(0), rows), 1, None),
-                                                              repeat(b"}"))))
-    slow.add(count - 1)  # the last line has no newline after it (torn), or is the empty one after the last
+    slow = set(_positions(id_bytes, b""))  # no standard prefix
+    slow.update(k - 1 for k in _positions(ends, b"") if k > 0)  # line k-1 does not end in "}"
+    slow.add(len(ends) - 1)  # the last line has no newline after it (torn), or is the empty one after the last
     slow.update(lines.long_lines())
     return slow
 
 
-def _columns(rows: list[tuple[bytes, bytes, bytes]]) -> tuple[list[str], list[str | None]]:
-    """The ids and parents of every row (empty / ``None`` where a line has no standard prefix)."""
-    ids = b"\0".join(map(itemgetter(1), rows)).decode("ascii").split("\0")
-    parents = b"\0".join(map(itemgetter(2), rows)).decode("ascii").split("\0")
-    return ids, list(map(_NULL_PARENT.get, parents, parents))
+def _positions(items: list[bytes], value: bytes) -> Iterator[int]:
+    """Where ``value`` is in ``items``, found by ``list.index`` (C speed: a handful in a normal file)."""
+    at = -1
+    while True:
+        try:
+            at = items.index(value, at + 1)
+        except ValueError:
+            return
+        yield at
+
+
+def _decoded(column: list[bytes]) -> list[str]:
+    """The column as strings (printable ASCII by the row regex: no NUL, so one join and one split)."""
+    return b"\0".join(column).decode("ascii").split("\0")
 
 
 class Lines:
@@ -188,18 +195,25 @@ class Lines:
 class _Maker:
     """Makes a deferred entry exactly as ``reader._read_line`` makes a lazy one."""
 
-    __slots__ = ("_lines", "_positions", "_table")
+    __slots__ = ("_lines", "_lines_at", "_positions", "_table")
 
-    def __init__(self, lines: Lines, table: EntryTable, positions: array[int]) -> None:
+    def __init__(self, lines: Lines, table: EntryTable) -> None:
         self._lines = lines
         self._table = table
-        self._positions = positions
+        self._positions: list[int] = []  # where each run of deferred entries starts in the table
+        self._lines_at: list[int] = []  # and the line of its first entry
+
+    def segment(self, position: int, line: int) -> None:
+        """Deferred entries from table ``position`` on are the lines from ``line`` on, one each."""
+        self._positions.append(position)
+        self._lines_at.append(line)
 
     def __call__(self, i: int) -> Entry:
-        line = self._positions[i]
+        k = bisect_right(self._positions, i) - 1
+        line = self._lines_at[k] + i - self._positions[k]
         start, stop = self._lines.span(line)
         m = _SKELETON.match(self._lines.buf, start, stop)
-        assert m is not None and line >= 0, "a deferred line the reader's skeleton does not read"
+        assert m is not None and k >= 0, "a deferred line the reader's skeleton does not read"
         timestamp, role = m.group(4, 5)
         return Entry(self._table.ids[i], self._table.parents[i], "message", timestamp.decode(), None,
                      self._lines.buf, start, stop, line + 2, role.decode() if role is not None else None)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from itertools import chain, compress, repeat
+from itertools import chain, compress, islice, repeat
 from operator import ne
 from typing import overload
 
@@ -37,7 +37,7 @@ Maker = Callable[[int], Entry]
 class EntryTable(Sequence[Entry]):
     """All entries of one session in file order (see the module docstring)."""
 
-    __slots__ = ("_index", "_make", "_objs", "_parent_at", "_run_starts", "ids", "parents", "types")
+    __slots__ = ("_given", "_index", "_make", "_objs", "_run_starts", "ids", "parents", "types")
 
     def __init__(self, make: Maker | None = None) -> None:
         self.ids: list[str] = []
@@ -46,8 +46,8 @@ class EntryTable(Sequence[Entry]):
         self._objs: list[Entry | None] = []
         self._make = make
         self._index: dict[str, int] | None = None
-        self._parent_at: list[int | None] | None = None
         self._run_starts: list[int] | None = None
+        self._given: list[int] = []  # positions of the entries given made (append), in file order
 
     @classmethod
     def of(cls, entries: Sequence[Entry]) -> EntryTable:
@@ -57,6 +57,7 @@ class EntryTable(Sequence[Entry]):
         table.parents = [e.parent_id for e in entries]
         table.types = [e.type for e in entries]
         table._objs = list(entries)
+        table._given = list(range(len(entries)))
         return table
 
     # ------------------------------------------------------------ building
@@ -68,18 +69,20 @@ class EntryTable(Sequence[Entry]):
         """Add a made entry at the end."""
         position = len(self.ids)
         if self._index is not None:
-            if entry.id in self._index:  # a duplicate moves its id: parents may now point elsewhere
-                self._parent_at = self._run_starts = None
+            if entry.id in self._index or not entry.id:  # a duplicate moves its id: runs may change
+                self._run_starts = None
             self._index[entry.id] = position
+            if self._run_starts is not None:
+                parent = entry.parent_id
+                if not parent or self._index.get(parent) != position - 1:
+                    self._run_starts.append(position)
+        else:
+            self._run_starts = None
         self.ids.append(entry.id)
         self.parents.append(entry.parent_id)
         self.types.append(entry.type)
         self._objs.append(entry)
-        if self._parent_at is not None and self._run_starts is not None and self._index is not None:
-            parent = self._index.get(entry.parent_id) if entry.parent_id else None
-            self._parent_at.append(parent)
-            if parent != position - 1:
-                self._run_starts.append(position)
+        self._given.append(position)
 
     def extend_deferred(self, ids: list[str], parents: list[str | None], kind: str) -> None:
         """Add entries not made yet, all of type ``kind`` (their maker reads them when asked)."""
@@ -87,7 +90,7 @@ class EntryTable(Sequence[Entry]):
         self.parents += parents
         self.types += repeat(kind, len(ids))
         self._objs += repeat(None, len(ids))
-        self._index = self._parent_at = self._run_starts = None
+        self._index = self._run_starts = None
 
     # ------------------------------------------------------------- reading
     @property
@@ -97,9 +100,10 @@ class EntryTable(Sequence[Entry]):
             self._index = dict(zip(self.ids, range(len(self.ids)), strict=True))
         return self._index
 
-    def made(self) -> Iterator[Entry]:
-        """The entries made so far (given ones included), in file order; makes none."""
-        return filter(None, self._objs)
+    def given(self) -> list[Entry]:
+        """The entries that were added made (not deferred), in file order; makes none."""
+        objs = self._objs
+        return [entry for entry in map(objs.__getitem__, self._given) if entry is not None]
 
     def count_made(self) -> int:
         """How many entries are made (a test's measure of laziness)."""
@@ -149,29 +153,32 @@ class EntryTable(Sequence[Entry]):
         Runs of entries each the child of the one before (how Pi writes a branch)
         are stepped over whole: the walk costs one step per run, not per entry.
         """
-        i = self.id_positions.get(entry_id) if entry_id is not None else None
-        parent_at, starts = self._links()
+        index, parents = self.id_positions, self.parents
+        i = index.get(entry_id) if entry_id is not None else None
+        starts = self._starts()
         runs: list[range] = []
-        total, limit = 0, len(parent_at)
+        total, limit = 0, len(parents)
         while i is not None:
             first = starts[bisect_right(starts, i) - 1]
             runs.append(range(first, i + 1))
             total += i + 1 - first
             if total > limit:  # a path longer than the table: a parent cycle
                 return self._path_with_cycle(runs[0][-1])
-            i = parent_at[first]
+            parent = parents[first]
+            i = index.get(parent) if parent else None
         runs.reverse()
         return list(chain.from_iterable(runs))
 
-    def _links(self) -> tuple[list[int | None], list[int]]:
-        """Each entry's parent position, and where the runs start (see :meth:`path_positions`)."""
-        if self._parent_at is None or self._run_starts is None:
-            count = len(self.ids)
-            self._parent_at = list(map(self.id_positions.get, self.parents))  # type: ignore[arg-type]
-            if "" in self.id_positions:  # an empty parent id is no parent (Pi's falsy check)
-                self._parent_at = [None if p == "" else at for p, at in zip(self.parents, self._parent_at, strict=True)]
-            self._run_starts = list(compress(range(count), map(ne, self._parent_at, range(-1, count - 1))))
-        return self._parent_at, self._run_starts
+    def _starts(self) -> list[int]:
+        """Where the runs start: the positions whose parent is not the entry right before them."""
+        if self._run_starts is None:
+            ids, parents, index, count = self.ids, self.parents, self.id_positions, len(self.ids)
+            if len(index) == count and "" not in index:  # unique ids: "the one before" is a string compare
+                self._run_starts = [0, *compress(range(1, count), map(ne, islice(parents, 1, None), ids))]
+            else:
+                parent_at = [index.get(p) if p else None for p in parents]
+                self._run_starts = list(compress(range(count), map(ne, parent_at, range(-1, count - 1))))
+        return self._run_starts
 
     def _path_with_cycle(self, start: int) -> list[int]:
         index, parents = self.id_positions, self.parents
@@ -215,16 +222,19 @@ class EntryMap(Mapping[str, Entry]):
 class PathView(Sequence[Entry]):
     """A root -> leaf path of a table, as positions (entries made on access)."""
 
-    __slots__ = ("_positions", "_table")
+    __slots__ = ("_positions", "_table", "_types")
 
     def __init__(self, table: EntryTable, positions: list[int]) -> None:
         self._table = table
         self._positions = positions
+        self._types: list[str] | None = None
 
     @property
     def types(self) -> list[str]:
-        """The entries' types, root first (makes no entry)."""
-        return list(map(self._table.types.__getitem__, self._positions))
+        """The entries' types, root first (makes no entry; read once, the view does not change)."""
+        if self._types is None:
+            self._types = list(map(self._table.types.__getitem__, self._positions))
+        return self._types
 
     @property
     def ids(self) -> list[str]:

@@ -48,7 +48,7 @@ class SessionTree:
 
     def _index_all(self) -> None:
         # Bulk version of add(): only the entries already made can be labels or names (scan.py).
-        for entry in [e for e in self.entries.made() if e.type != "message"]:
+        for entry in [e for e in self.entries.given() if e.type != "message"]:
             self._apply_meta(entry)
         self.leaf_id = self.entries.ids[-1]
 
