@@ -56,6 +56,8 @@ _ROW = re.compile(
 _CHUNK = 1 << 18  # bytes scanned per findall call (a line's offset costs one scan of its chunk)
 _WINDOW = _LAZY_MAX_BYTES // 2  # a line of _LAZY_MAX_BYTES or more holds a whole newline-free window
 _NULL_PARENT = {"": None}
+_NEWLINE = re.compile(b"\n")
+_START = re.Match.start
 
 
 def read_session_file(path: Path) -> ReadResult:
@@ -159,13 +161,13 @@ class Lines:
         """The positions of the newlines in ``chunk`` (scanned once, then kept)."""
         found = self._newlines.get(chunk)
         if found is None:
-            stop = self.starts[chunk + 1] if chunk + 1 < len(self.starts) else len(self.buf)
-            found, at, find = [], self.starts[chunk], self.buf.find
-            while 0 <= at < stop:
-                found.append(at)
-                at = find(b"\n", at + 1, stop)
+            found = list(map(_START, _NEWLINE.finditer(self.buf, self.starts[chunk], self.stop(chunk))))
             self._newlines[chunk] = found
         return found
+
+    def stop(self, chunk: int) -> int:
+        """Where ``chunk`` ends: the newline the next one starts at, or the end of the buffer."""
+        return self.starts[chunk + 1] if chunk + 1 < len(self.starts) else len(self.buf)
 
     def span(self, line: int) -> tuple[int, int]:
         """``(start, stop)`` of a line, its newline excluded."""
@@ -212,8 +214,29 @@ class _Maker:
         k = bisect_right(self._positions, i) - 1
         line = self._lines_at[k] + i - self._positions[k]
         start, stop = self._lines.span(line)
+        assert k >= 0, "a deferred entry before the first deferred run"
+        return self._entry(i, line, start, stop)
+
+    def fill(self, objs: list[Entry | None], first: int, stop: int) -> None:
+        """Make every deferred entry at positions ``first`` .. ``stop - 1`` (a bulk :meth:`__call__`)."""
+        positions, lines = self._positions, self._lines
+        k = bisect_right(positions, first) - 1
+        base, end, newlines = 0, 0, list[int]()  # the chunk being read: its first line, newlines and end
+        for i in range(first, stop):
+            if objs[i] is not None:
+                continue
+            while k + 1 < len(positions) and positions[k + 1] <= i:
+                k += 1
+            line = self._lines_at[k] + i - positions[k]
+            if not base <= line < base + len(newlines):
+                chunk = bisect_right(lines.firsts, line) - 1
+                base, end, newlines = lines.firsts[chunk], lines.stop(chunk), lines.newlines(chunk)
+            at = line - base
+            objs[i] = self._entry(i, line, newlines[at] + 1, newlines[at + 1] if at + 1 < len(newlines) else end)
+
+    def _entry(self, i: int, line: int, start: int, stop: int) -> Entry:
         m = _SKELETON.match(self._lines.buf, start, stop)
-        assert m is not None and k >= 0, "a deferred line the reader's skeleton does not read"
+        assert m is not None, "a deferred line the reader's skeleton does not read"
         timestamp, role = m.group(4, 5)
         return Entry(self._table.ids[i], self._table.parents[i], "message", timestamp.decode(), None,
                      self._lines.buf, start, stop, line + 2, role.decode() if role is not None else None)

@@ -23,15 +23,23 @@ type in plain lists (filled by C-speed operations) and makes the
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import chain, compress, islice, repeat
 from operator import ne
-from typing import overload
+from typing import Protocol, overload
 
 from pi_sessiond.store.entry import Entry
 
-Maker = Callable[[int], Entry]
-"""Makes the entry at a position whose object was not given (``scan.Lines.make``)."""
+_BATCH = 4096  # deferred entries made at once when iterating
+
+
+class Maker(Protocol):
+    """Makes the entries at positions whose objects were not given (``scan._Maker``)."""
+
+    def __call__(self, position: int, /) -> Entry: ...
+
+    def fill(self, objs: list[Entry | None], first: int, stop: int) -> None:
+        """Set ``objs[i]`` for every ``None`` among ``first`` .. ``stop - 1``."""
 
 
 class EntryTable(Sequence[Entry]):
@@ -133,7 +141,16 @@ class EntryTable(Sequence[Entry]):
         return entry
 
     def __iter__(self) -> Iterator[Entry]:
-        return (self._at(i) for i in range(len(self.ids)))
+        objs, i = self._objs, 0
+        while i < len(objs):
+            entry = objs[i]
+            if entry is None:  # make the deferred ones in bulk, a batch at a time
+                assert self._make is not None, "a deferred entry without a maker"
+                self._make.fill(objs, i, min(i + _BATCH, len(objs)))
+                entry = objs[i]
+                assert entry is not None
+            yield entry
+            i += 1
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, EntryTable | list | tuple):

@@ -47,7 +47,11 @@ def assert_same(buf: bytes) -> ReadResult:
     reference = signature(parse_session_bytes(buf))
     for chunk in CHUNKS:
         result = scanned(buf, chunk)
-        assert signature(result) == reference, f"chunk={chunk}"
+        assert signature(result) == reference, f"chunk={chunk}"  # entries made in bulk (iteration)
+        one_by_one = scanned(buf, chunk)
+        for i in reversed(range(len(one_by_one.entries))):  # each made alone, last first
+            one_by_one.entries[i]
+        assert signature(one_by_one) == reference, f"chunk={chunk}, made one by one"
     return scanned(buf)
 
 
