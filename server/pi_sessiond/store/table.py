@@ -140,6 +140,12 @@ class EntryTable(Sequence[Entry]):
             entry = self._objs[i] = self._make(i)
         return entry
 
+    def at_positions(self, positions: Sequence[int]) -> list[Entry]:
+        """The entries at ``positions``; a run of consecutive positions is made in bulk."""
+        if self._make is not None and positions and positions[-1] - positions[0] + 1 == len(positions):
+            self._make.fill(self._objs, positions[0], positions[-1] + 1)
+        return [self._at(i) for i in positions]
+
     def __iter__(self) -> Iterator[Entry]:
         objs, i = self._objs, 0
         while i < len(objs):
@@ -267,7 +273,7 @@ class PathView(Sequence[Entry]):
     def __getitem__(self, index: slice) -> list[Entry]: ...
     def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
         if isinstance(index, slice):
-            return [self._table._at(i) for i in self._positions[index]]
+            return self._table.at_positions(self._positions[index])
         return self._table._at(self._positions[index])
 
     def __iter__(self) -> Iterator[Entry]:
