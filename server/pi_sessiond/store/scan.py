@@ -135,8 +135,8 @@ def _positions(items: list[bytes], value: bytes) -> Iterator[int]:
 
 
 def _decoded(column: list[bytes]) -> list[str]:
-    """The column as strings (printable ASCII by the row regex: no NUL, so one join and one split)."""
-    return b"\0".join(column).decode("ascii").split("\0")
+    """The column as strings (printable ASCII by the row regex, so UTF-8 decodes it as it is)."""
+    return list(map(bytes.decode, column))
 
 
 class Lines:
