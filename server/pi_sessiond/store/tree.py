@@ -1,8 +1,10 @@
 """The session tree: entries indexed by id, children, paths, labels, leaf.
 
 Pure and in memory. Invariants:
-- ``entries`` is file order; ``by_id`` maps each id to its entry (a later
-  duplicate id wins, as in Pi).
+- ``entries`` is file order, an :class:`~pi_sessiond.store.table.EntryTable`
+  (entries of an opened file are made on first use); ``by_id`` maps each id to
+  its entry (a later duplicate id wins, as in Pi). Children, paths and roots are
+  worked out from the table's id columns, without making entries.
 - ``children[p]`` lists the ids whose parent is ``p`` in file order (built
   lazily: opening a file and walking paths never needs it); Pi's tree view
   orders them by timestamp (``sorted_children``).
