@@ -184,13 +184,17 @@ class Lines:
     def long_lines(self) -> list[int]:
         """The lines of ``_LAZY_MAX_BYTES`` or more (and no others)."""
         found: list[int] = []
-        find, first = self.buf.find, self.starts[0] + 1
-        for window in range(first, len(self.buf), _WINDOW):
-            if find(b"\n", window, window + _WINDOW) < 0:
-                line = self.line_at(window)
-                start, stop = self.span(line)
-                if stop - start >= _LAZY_MAX_BYTES and (not found or found[-1] != line):
-                    found.append(line)
+        find, size = self.buf.find, len(self.buf)
+        window = self.starts[0] + 1
+        while window < size:
+            if find(b"\n", window, window + _WINDOW) >= 0:
+                window += _WINDOW
+                continue
+            line = self.line_at(window)  # a newline-free window: inside one long line
+            start, stop = self.span(line)
+            if stop - start >= _LAZY_MAX_BYTES:
+                found.append(line)
+            window = stop + 1  # on past that line (each line is measured once)
         return found
 
 
