@@ -8,8 +8,8 @@ after it when that line has the standard prefix. A line is *deferred* (kept as
 its id and parent in an :class:`~pi_sessiond.store.table.EntryTable` column,
 its :class:`~pi_sessiond.store.entry.Entry` made on first use) when:
 
-- it is a ``message`` with the standard prefix, its id, parent and timestamp
-  printable ASCII without quotes or backslashes (so they decode as they are),
+- it is a ``message`` with the standard prefix, its id and parent printable
+  ASCII without quotes or backslashes (so they decode as they are),
 - it ends in ``}`` right before its newline (a torn or cut line never does),
 - it is shorter than ``reader._LAZY_MAX_BYTES``: every line at least that
   long spans a whole newline-free window of half that size, and the windows
@@ -20,9 +20,13 @@ other small entries open must know, lines with their fields in another order,
 escaped ids, blank, broken, torn or deep lines — is read by the per-line
 reader (``reader._read_line``), in file order, so warnings, line numbers and
 skipped lines are exactly what ``reader.parse_session_bytes`` reports, and a
-deferred entry, once made, equals the one the reader makes (the reader's own
-skeleton regex reads it: a deferred line is a subset of the lines the reader
-itself reads lazily).
+deferred entry, once made, equals the one the reader makes: the reader's own
+skeleton regex reads it (a deferred line's prefix is one the reader reads
+lazily too), or, when its timestamp holds an escape the skeleton regex does not
+read (the scan does not look at timestamps: they are a quarter of its regex
+time), it is parsed in full as the reader parses it. One difference remains:
+such a line whose body is not JSON was skipped by the reader with a warning;
+here it is an entry without a message (``docs/deviations.md``).
 
 The fast path applies to files whose first line is a session header of
 version 3 or later; anything else (old versions to migrate, a missing header,
@@ -35,6 +39,7 @@ newlines once (``Lines``).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
@@ -51,7 +56,7 @@ from pi_sessiond.store.table import EntryTable
 _PLAIN = rb"[ !#-\[\]-~]"  # printable ASCII except '"' and '\'
 _ROW = re.compile(
     rb'\n(?:(?<=(\})\n))?(?:\{"type":"message","id":"(' + _PLAIN + rb'+)","parentId":(?:null|"('
-    + _PLAIN + rb'+)"),"timestamp":"' + _PLAIN + rb'*")?'
+    + _PLAIN + rb'+)"),"timestamp":")?'
 )
 _CHUNK = 1 << 18  # bytes scanned per findall call (a line's offset costs one scan of its chunk)
 _WINDOW = _LAZY_MAX_BYTES // 2  # a line of _LAZY_MAX_BYTES or more holds a whole newline-free window
@@ -239,8 +244,29 @@ class _Maker:
             objs[i] = self._entry(i, line, newlines[at] + 1, newlines[at + 1] if at + 1 < len(newlines) else end)
 
     def _entry(self, i: int, line: int, start: int, stop: int) -> Entry:
-        m = _SKELETON.match(self._lines.buf, start, stop)
-        assert m is not None, "a deferred line the reader's skeleton does not read"
-        timestamp, role = m.group(4, 5)
-        return Entry(self._table.ids[i], self._table.parents[i], "message", timestamp.decode(), None,
-                     self._lines.buf, start, stop, line + 2, role.decode() if role is not None else None)
+        buf = self._lines.buf
+        m = _SKELETON.match(buf, start, stop)
+        if m is not None:
+            timestamp, role = m.group(4, 5)
+            with contextlib.suppress(UnicodeDecodeError):
+                return Entry(self._table.ids[i], self._table.parents[i], "message", timestamp.decode(), None,
+                             buf, start, stop, line + 2, role.decode() if role is not None else None)
+        return self._parsed(i, line, start, stop)
+
+    def _parsed(self, i: int, line: int, start: int, stop: int) -> Entry:
+        """A line whose timestamp the skeleton does not read (an escape in it): parsed, as the reader does.
+
+        If it is not JSON either, the reader would have skipped it; here it is
+        already an entry: one without a message (``docs/deviations.md``).
+        """
+        buf, entry_id, parent = self._lines.buf, self._table.ids[i], self._table.parents[i]
+        try:
+            data = loads(buf[start:stop])
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            return Entry(entry_id, parent, "message", "", None, buf, start, stop, line + 2)
+        entry = Entry.from_data(data, line=line + 2)
+        entry.id, entry.parent_id, entry.type = entry_id, parent, "message"  # as the table's columns say
+        entry._src, entry._start, entry._end = buf, start, stop
+        return entry
