@@ -9,10 +9,9 @@ type in plain lists (filled by C-speed operations) and makes the
 - ``ids``, ``parents``, ``types`` and ``_objs`` have one item per entry, in
   file order; ``_objs[i]`` is the entry once made (or given), else ``None``,
   and a made entry is kept, so ``table[i] is table[i]``.
-- An entry not yet made is a line of the file its maker (``Lines``) can read;
-  its id, parent and type are already in the columns and equal what the made
-  entry says (``scan.py`` only defers lines whose skeleton the reader's regex
-  reads in full).
+- An entry not yet made is a line of the file its maker (``scan._Maker``) can
+  read; its id, parent and type are already in the columns, and the made entry
+  carries exactly those (the maker takes them from the columns).
 - ``id_positions`` maps an id to the position of its *last* entry (a later duplicate
   wins, as in Pi); built on first use.
 - A :class:`PathView` is a root -> leaf path as positions: its ``types`` and
