@@ -103,7 +103,7 @@ class LiveContext:
 
     def _rebuild(self) -> None:
         with gc_paused():
-            projection = project_path(self._tree.path())
+            projection = project_path(self._tree.path_view())
         self._entries = list(projection.entries)
         self._slot = {p.entry.id: i for i, p in enumerate(self._entries)}
         self._edits = latest_edits([p.entry for p in self._entries])
