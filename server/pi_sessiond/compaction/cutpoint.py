@@ -33,7 +33,7 @@ unedited entries (each entry's ``entry_messages``), without the recovery advance
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -96,11 +96,13 @@ def _last_cut_point(entries: Sequence[ProjectedEntry], start: int, end: int) -> 
     return start  # unreachable: the caller found a first cut point
 
 
-def _budget_cut(entries: Sequence[ProjectedEntry], start: int, end: int, keep: int) -> int | None:
+def _budget_cut(
+    entries: Sequence[ProjectedEntry], start: int, end: int, keep: int, entry_tokens: Callable[[int], int]
+) -> int | None:
     """The cut where the newest messages reach ``keep`` tokens, or ``None`` when they never do."""
     accumulated = 0
     for i in range(end - 1, start - 1, -1):
-        tokens = sum(estimate_tokens(m) for m in entries[i].messages)
+        tokens = entry_tokens(i)
         if tokens == 0:
             continue
         accumulated += tokens
@@ -108,6 +110,13 @@ def _budget_cut(entries: Sequence[ProjectedEntry], start: int, end: int, keep: i
             found = _first_cut_point_from(entries, i, end)
             return _last_cut_point(entries, start, end) if found is None else found
     return None
+
+
+def _estimated(entries: Sequence[ProjectedEntry]) -> Callable[[int], int]:
+    def tokens(i: int) -> int:
+        return sum(estimate_tokens(m) for m in entries[i].messages)
+
+    return tokens
 
 
 def _visible_by_nature(projected: ProjectedEntry) -> bool:
@@ -146,13 +155,25 @@ def _pull_preceding_metadata(entries: Sequence[ProjectedEntry], cut: int, start:
 
 
 def find_projected_cut_point(
-    entries: Sequence[ProjectedEntry], start: int, end: int, keep_recent_tokens: int, *, recovery: bool = True
+    entries: Sequence[ProjectedEntry],
+    start: int,
+    end: int,
+    keep_recent_tokens: int,
+    *,
+    recovery: bool = True,
+    entry_tokens: Callable[[int], int] | None = None,
 ) -> CutPoint:
-    """Pi 1.6.0's ``findProjectedCutPoint``: keep roughly ``keep_recent_tokens`` of the newest messages."""
+    """Pi 1.6.0's ``findProjectedCutPoint``: keep roughly ``keep_recent_tokens`` of the newest messages.
+
+    ``entry_tokens(i)``, when given, must be the sum of ``estimate_tokens`` over
+    ``entries[i].messages`` (e.g. a cache of it); the walk reads only the newest
+    entries up to the budget, so with a cache a call costs O(kept part).
+    """
     first = _first_cut_point_from(entries, start, end)
     if first is None:
         return CutPoint(start, -1, False)
-    budget_cut = _budget_cut(entries, start, end, keep_recent_tokens)
+    tokens = _estimated(entries) if entry_tokens is None else entry_tokens
+    budget_cut = _budget_cut(entries, start, end, keep_recent_tokens, tokens)
     cut = first if budget_cut is None else budget_cut
     if recovery and budget_cut is not None and is_recovery_suffix(entries[cut + 1 : end]):
         cut += 1

@@ -12,7 +12,9 @@ the path (Pi rebuilds, ~0.5 s on a 100k-entry session):
 * anything else (leaf moved, a compaction appended) drops the cache and the
   next read rebuilds it with :func:`~pi_sessiond.store.projection.project_path`.
 
-So results always equal a fresh ``buildSessionContext``. A returned context is
+So results always equal a fresh ``buildSessionContext``. Every in-place
+re-projection is recorded in the current :class:`ProjectionLog` (a rebuild starts
+a new one), which :meth:`LiveContext.projection` snapshots hand to consumers. A returned context is
 a snapshot: the message list it views is never changed afterwards (an in-place
 edit first copies a list that a snapshot may be viewing: one pointer copy per
 edit, no re-projection).
@@ -27,7 +29,15 @@ from typing import Any, overload
 from pi_sessiond.store.context import SessionContext
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.files import gc_paused
-from pi_sessiond.store.projection import ProjectedEntry, apply_settings, latest_edits, project_entry, project_path
+from pi_sessiond.store.projection import (
+    ProjectedEntry,
+    Projection,
+    ProjectionLog,
+    apply_settings,
+    latest_edits,
+    project_entry,
+    project_path,
+)
 from pi_sessiond.store.tree import SessionTree
 
 _STALE = object()
@@ -83,6 +93,7 @@ class LiveContext:
         self._views: list[weakref.ref[MessagesView]] = []  # snapshots of _messages (dead ones pruned)
         self._thinking: Any = "off"
         self._model: dict[str, Any] | None = None
+        self._log = ProjectionLog()
 
     def get(self) -> SessionContext:
         """The context of the current leaf (a snapshot; O(1) unless an edit was applied)."""
@@ -101,6 +112,13 @@ class LiveContext:
             self._rebuild()
         return list(self._entries)
 
+    def projection(self) -> Projection:
+        """A snapshot of the current leaf's projection, with its log (see ``ProjectionLog``)."""
+        if self._leaf is _STALE or self._leaf != self._tree.leaf_id:
+            self._rebuild()
+        return Projection(list(self._entries), self._thinking, self._model,
+                          log=self._log, log_length=len(self._log.replaced))
+
     def _rebuild(self) -> None:
         with gc_paused():
             projection = project_path(self._tree.path())
@@ -114,6 +132,7 @@ class LiveContext:
             self._messages.extend(projected.messages)
         self._shifts = []
         self._views = []
+        self._log = ProjectionLog()
         self._thinking, self._model = projection.thinking_level, projection.model
         self._leaf = self._tree.leaf_id
 
@@ -143,9 +162,11 @@ class LiveContext:
         old = self._entries[index]
         if old.entry.type == "compaction" and index > 0:
             self._entries[index] = ProjectedEntry(old.entry, [], edit)
+            self._log.replaced.append(index)
             return
         new = ProjectedEntry(old.entry, project_entry(old.entry, edit), edit)
         self._entries[index] = new
+        self._log.replaced.append(index)
         if any(r() is not None for r in self._views):  # a snapshot still views this list: leave it
             self._messages = list(self._messages)
         self._views = []

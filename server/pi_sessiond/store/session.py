@@ -186,8 +186,7 @@ class Session:
         if isinstance(leaf_id, _Unset) or leaf_id == self.tree.leaf_id:
             if self.tree.leaf_id is None:
                 return Projection([])
-            context = self._live.get()
-            return Projection(self._live.projected_entries(), context.thinking_level, context.model)
+            return self._live.projection()
         leaf = resolve_leaf(self.entries, leaf_id, self.tree.by_id)
         return project_path(walk_path(leaf, self.tree.by_id)) if leaf is not None else Projection([])
 
