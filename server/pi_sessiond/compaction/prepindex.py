@@ -209,6 +209,10 @@ class PreparationIndex:
             self._tokens[index] = tokens
         return tokens
 
+    def system_entries(self) -> list[int]:
+        """Indices of the entries holding a system message, ascending (a new list)."""
+        return list(self._systems)
+
     def previous_compaction(self) -> int:
         """Index of the first compaction entry with messages, or -1."""
         return self._compactions[0] if self._compactions else -1
@@ -220,7 +224,7 @@ class PreparationIndex:
     def file_ops(self, lo: int, hi: int, previous: Entry | None) -> FileOperations:
         """File operations of entries ``[lo, hi)`` plus ``previous``'s details."""
         ops = self._ops
-        if ops.lo != lo or ops.hi > self._seen:
+        if ops.lo != lo:
             ops.reset()
             ops.lo = ops.hi = lo
         if hi > ops.hi:
@@ -232,19 +236,20 @@ class PreparationIndex:
 
     def context_tokens(self, branch: Sequence[Entry]) -> int:
         """Pi 1.6.0's ``estimateProjectedContextTokens(projection, branch).tokens``."""
-        index = self._newest_usage()
+        index = self.newest_usage()
         if index >= 0:
             projected = self.entries[index]
             if usage_trusted_on(branch, projected.entry.id):
                 k = _usage_at(projected)
                 usage = assistant_usage(projected.messages[k])
-                assert usage is not None  # _newest_usage found it
+                assert usage is not None  # newest_usage found it
                 trailing = _summed(projected.messages[k + 1 :])
                 trailing += sum(self.tokens(i) for i in range(index + 1, self._seen))
                 return calculate_context_tokens(usage) + trailing
         return self._pure_estimate()
 
-    def _newest_usage(self) -> int:
+    def newest_usage(self) -> int:
+        """Index of the newest entry with a message with valid usage, or -1."""
         found = self._scan_usage(self._seen - 1, self._usage_upto - 1)
         if found >= 0:
             self._usage = found
