@@ -12,6 +12,9 @@ the path (Pi rebuilds, ~0.5 s on a 100k-entry session):
 * anything else (leaf moved, a compaction appended) drops the cache and the
   next read rebuilds it with :func:`~pi_sessiond.store.projection.project_path`.
 
+The leaf's path (root -> leaf) is kept the same way: extended when an entry is
+appended under the leaf, walked again after the leaf moved elsewhere.
+
 So results always equal a fresh ``buildSessionContext``. Every in-place
 re-projection is recorded in the current :class:`ProjectionLog` (a rebuild starts
 a new one), which :meth:`LiveContext.projection` snapshots hand to consumers. A returned context is
@@ -94,6 +97,16 @@ class LiveContext:
         self._thinking: Any = "off"
         self._model: dict[str, Any] | None = None
         self._log = ProjectionLog()
+        self._path: list[Entry] = []  # root -> _path_leaf, extended on append like the projection
+        self._path_leaf: object = _STALE
+
+    def path(self) -> list[Entry]:
+        """Root -> ``tree.leaf_id`` (a new list; O(path) only after the leaf moved elsewhere)."""
+        leaf = self._tree.leaf_id
+        if self._path_leaf is _STALE or self._path_leaf != leaf:
+            self._path = self._tree.path()
+            self._path_leaf = leaf
+        return list(self._path)
 
     def get(self) -> SessionContext:
         """The context of the current leaf (a snapshot; O(1) unless an edit was applied)."""
@@ -121,7 +134,7 @@ class LiveContext:
 
     def _rebuild(self) -> None:
         with gc_paused():
-            projection = project_path(self._tree.path())
+            projection = project_path(self.path())
         self._entries = list(projection.entries)
         self._slot = {p.entry.id: i for i, p in enumerate(self._entries)}
         self._edits = latest_edits([p.entry for p in self._entries])
@@ -138,6 +151,11 @@ class LiveContext:
 
     def on_append(self, entry: Entry) -> None:
         """``entry`` was just appended under the previous leaf."""
+        if self._path_leaf is not _STALE and entry.parent_id == self._path_leaf:
+            self._path.append(entry)
+            self._path_leaf = entry.id
+        else:
+            self._path_leaf = _STALE
         if self._leaf is _STALE or entry.parent_id != self._leaf or entry.type == "compaction":
             self._leaf = _STALE
             return

@@ -166,7 +166,9 @@ class Session:
         return found
 
     def path_to(self, entry_id: str | None = None) -> list[Entry]:
-        """Root -> entry (default: the leaf)."""
+        """Root -> entry (default: the leaf, whose path is kept up to date by appends); a new list."""
+        if entry_id is None or entry_id == self.tree.leaf_id:
+            return self._live.path()
         return self.tree.path(entry_id)
 
     def context(self, leaf_id: str | _Unset | None = UNSET) -> SessionContext:
