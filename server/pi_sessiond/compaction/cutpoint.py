@@ -136,13 +136,17 @@ def _replaces_outside(projected: ProjectedEntry, omitted_ids: set[str]) -> bool:
 
 
 def is_recovery_suffix(suffix: Sequence[ProjectedEntry]) -> bool:
-    """Whether the entries after an over-budget cut are only an omitted recovery attempt."""
-    omitted_ids = {p.entry.id for p in suffix if _omitted(p)}
-    if any(_replaces_outside(p, omitted_ids) for p in suffix):
+    """Whether the entries after an over-budget cut are only an omitted recovery attempt.
+
+    Three conditions, all required; the one that fails at the first ordinary (visible,
+    not omitted) entry is tested first, so the usual suffix costs O(1), not O(kept part).
+    """
+    if not all(p.entry.type != "compaction" and (not _visible_by_nature(p) or _omitted(p)) for p in suffix):
         return False
     if not any(p.entry.type == "message" and p.entry.role == "assistant" and _omitted(p) for p in suffix):
         return False
-    return all(p.entry.type != "compaction" and (not _visible_by_nature(p) or _omitted(p)) for p in suffix)
+    omitted_ids = {p.entry.id for p in suffix if _omitted(p)}
+    return not any(_replaces_outside(p, omitted_ids) for p in suffix)
 
 
 def _pull_preceding_metadata(entries: Sequence[ProjectedEntry], cut: int, start: int) -> int:
