@@ -96,10 +96,13 @@ def _last_cut_point(entries: Sequence[ProjectedEntry], start: int, end: int) -> 
     return start  # unreachable: the caller found a first cut point
 
 
-def _budget_cut(
-    entries: Sequence[ProjectedEntry], start: int, end: int, keep: int, entry_tokens: Callable[[int], int]
-) -> int | None:
-    """The cut where the newest messages reach ``keep`` tokens, or ``None`` when they never do."""
+def budget_stop(start: int, end: int, keep: int, entry_tokens: Callable[[int], int]) -> int | None:
+    """Where the walk back from ``end`` first reaches ``keep`` tokens (a non-empty entry), or ``None``.
+
+    For ``keep > 0`` that is the largest ``i`` in ``[start, end)`` whose suffix
+    ``entry_tokens(i) + ... + entry_tokens(end - 1)`` is at least ``keep`` (estimates
+    are never negative), which is what lets a cache move it forward after appends.
+    """
     accumulated = 0
     for i in range(end - 1, start - 1, -1):
         tokens = entry_tokens(i)
@@ -107,9 +110,16 @@ def _budget_cut(
             continue
         accumulated += tokens
         if accumulated >= keep:
-            found = _first_cut_point_from(entries, i, end)
-            return _last_cut_point(entries, start, end) if found is None else found
+            return i
     return None
+
+
+def _budget_cut(entries: Sequence[ProjectedEntry], start: int, end: int, stop: int | None) -> int | None:
+    """The cut where the newest messages reach the budget (``stop``), or ``None`` when they never do."""
+    if stop is None:
+        return None
+    found = _first_cut_point_from(entries, stop, end)
+    return _last_cut_point(entries, start, end) if found is None else found
 
 
 def _estimated(entries: Sequence[ProjectedEntry]) -> Callable[[int], int]:
@@ -165,19 +175,23 @@ def find_projected_cut_point(
     keep_recent_tokens: int,
     *,
     recovery: bool = True,
-    entry_tokens: Callable[[int], int] | None = None,
+    stop: Callable[[int, int, int], int | None] | None = None,
 ) -> CutPoint:
     """Pi 1.6.0's ``findProjectedCutPoint``: keep roughly ``keep_recent_tokens`` of the newest messages.
 
-    ``entry_tokens(i)``, when given, must be the sum of ``estimate_tokens`` over
-    ``entries[i].messages`` (e.g. a cache of it); the walk reads only the newest
-    entries up to the budget, so with a cache a call costs O(kept part).
+    ``stop(start, end, keep)``, when given, must equal :func:`budget_stop` with
+    ``estimate_tokens`` summed over each entry's projected messages (the
+    preparation index keeps both the estimates and the last stop, so after an
+    append it moves the stop instead of walking the kept part again).
     """
     first = _first_cut_point_from(entries, start, end)
     if first is None:
         return CutPoint(start, -1, False)
-    tokens = _estimated(entries) if entry_tokens is None else entry_tokens
-    budget_cut = _budget_cut(entries, start, end, keep_recent_tokens, tokens)
+    if stop is None:
+        found = budget_stop(start, end, keep_recent_tokens, _estimated(entries))
+    else:
+        found = stop(start, end, keep_recent_tokens)
+    budget_cut = _budget_cut(entries, start, end, found)
     cut = first if budget_cut is None else budget_cut
     if recovery and budget_cut is not None and is_recovery_suffix(entries[cut + 1 : end]):
         cut += 1

@@ -128,7 +128,7 @@ def _prepare(
     previous = entries[prev].entry if prev >= 0 else None
     start = prev + 1
     cut = find_projected_cut_point(entries, start, len(entries), settings.keep_recent_tokens,
-                                   entry_tokens=index.tokens)
+                                   stop=index.budget_stop)
     kept = cut.first_kept_entry_index
     first_kept_id = _entry_id(entries[kept].entry if kept < len(entries) else None)
     if first_kept_id is None:

@@ -35,6 +35,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pi_sessiond.compaction.cutpoint import budget_stop
 from pi_sessiond.compaction.fileops import FileOperations, FileOpsCollector, file_op_paths
 from pi_sessiond.compaction.tokens import (
     assistant_usage,
@@ -132,6 +133,12 @@ class PreparationIndex:
         self._usage = -1  # the newest entry with valid usage among entries [0, _usage_upto)
         self._usage_upto = 0
         self._ops = RangeFileOps()
+        # The budget walks per (start, keep): (end, stop, tokens of [stop or start, end)), the trailing
+        # tokens after the newest usage (usage entry, end, sum) and the last trust check (usage id,
+        # leaf entry, path length, result): moved forward on appends, dropped by any re-projection.
+        self._windows: dict[tuple[int, int], tuple[int, int | None, int]] = {}
+        self._trail: tuple[int, int, int] | None = None
+        self._trust: tuple[str, Entry, int, bool] | None = None
 
     # ------------------------------------------------------------ following
     def can_follow(self, projection: Projection) -> bool:
@@ -168,6 +175,8 @@ class PreparationIndex:
             self._compactions.append(index)
 
     def _reproject(self, index: int) -> None:
+        self._windows.clear()
+        self._trail = None
         projected = self.entries[index]
         messages, has_system = _compaction_messages(projected)
         lo, hi = self.offsets[index], self.offsets[index + 1]
@@ -234,19 +243,58 @@ class PreparationIndex:
         ops.hi = hi
         return ops.freeze(previous)
 
+    def budget_stop(self, start: int, end: int, keep: int) -> int | None:
+        """``cutpoint.budget_stop`` over these entries' token estimates, moved on from the last call."""
+        window = self._windows.get((start, keep))
+        if keep <= 0 or window is None or window[0] > end:
+            stop = budget_stop(start, end, keep, self.tokens)
+            acc = sum(self.tokens(i) for i in range(start if stop is None else stop, end))
+        else:
+            stop, acc = window[1], window[2] + sum(self.tokens(i) for i in range(window[0], end))
+            if stop is None and acc >= keep:
+                stop = start  # the whole range reaches the budget now: advance from its start
+            if stop is not None:  # the largest stop whose suffix still reaches keep
+                while stop + 1 < end and acc - self.tokens(stop) >= keep:
+                    acc -= self.tokens(stop)
+                    stop += 1
+        if len(self._windows) >= 16:  # a handful of settings in use; never unbounded
+            self._windows.clear()
+        self._windows[(start, keep)] = (end, stop, acc)
+        return stop
+
     def context_tokens(self, branch: Sequence[Entry]) -> int:
         """Pi 1.6.0's ``estimateProjectedContextTokens(projection, branch).tokens``."""
         index = self.newest_usage()
         if index >= 0:
             projected = self.entries[index]
-            if usage_trusted_on(branch, projected.entry.id):
+            if self._trusted(branch, projected.entry.id):
                 k = _usage_at(projected)
                 usage = assistant_usage(projected.messages[k])
                 assert usage is not None  # newest_usage found it
-                trailing = _summed(projected.messages[k + 1 :])
-                trailing += sum(self.tokens(i) for i in range(index + 1, self._seen))
-                return calculate_context_tokens(usage) + trailing
+                return calculate_context_tokens(usage) + _summed(projected.messages[k + 1 :]) + self._after(index)
         return self._pure_estimate()
+
+    def _after(self, index: int) -> int:
+        """Tokens of the entries after ``index``."""
+        trail = self._trail
+        if trail is None or trail[0] != index:
+            trail = (index, index + 1, 0)
+        total = trail[2] + sum(self.tokens(i) for i in range(trail[1], self._seen))
+        self._trail = (index, self._seen, total)
+        return total
+
+    def _trusted(self, branch: Sequence[Entry], usage_id: str) -> bool:
+        """``usage_trusted_on(branch, usage_id)``; on a branch that extends the last one, only its new part is read."""
+        trust = self._trust
+        if trust is not None and trust[0] == usage_id and len(branch) >= trust[2] and trust[2] \
+                and branch[trust[2] - 1] is trust[1]:
+            fresh = branch[trust[2] :]
+            result = trust[3] and not any(e.type in ("context_edit", "compaction") for e in fresh)
+        else:
+            result = usage_trusted_on(branch, usage_id)
+        if branch:
+            self._trust = (usage_id, branch[-1], len(branch), result)
+        return result
 
     def newest_usage(self) -> int:
         """Index of the newest entry with a message with valid usage, or -1."""
