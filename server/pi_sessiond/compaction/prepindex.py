@@ -14,7 +14,12 @@ A :class:`PreparationIndex` holds, for the entries of one projection (by index):
   previous compaction is the first) and the newest entry with valid usage;
 * the file operations of one entry range ``[lo, hi)`` as counts per path, so the
   range's end moves, or an entry inside it is re-projected, by adding and
-  subtracting only the messages concerned.
+  subtracting only the messages concerned;
+* per ``(start, keep)`` the last budget stop of the cut-point walk with the
+  tokens from it to the end, the tokens after the newest usage, and the last
+  usage-trust check: after appends each moves on over the new entries only
+  (the stop only ever moves forward: suffix sums only grow), and any
+  re-projection drops them.
 
 Invariant: after :meth:`PreparationIndex.catch_up` every fact equals what a
 fresh index of that projection holds. The live projection (``store/livecontext.py``)
@@ -286,8 +291,9 @@ class PreparationIndex:
     def _trusted(self, branch: Sequence[Entry], usage_id: str) -> bool:
         """``usage_trusted_on(branch, usage_id)``; on a branch that extends the last one, only its new part is read."""
         trust = self._trust
-        if trust is not None and trust[0] == usage_id and len(branch) >= trust[2] and trust[2] \
-                and branch[trust[2] - 1] is trust[1]:
+        extends = trust is not None and trust[0] == usage_id and 0 < trust[2] <= len(branch) \
+            and branch[trust[2] - 1] is trust[1]  # the same path up to the last leaf (a path ends in its leaf)
+        if trust is not None and extends:
             fresh = branch[trust[2] :]
             result = trust[3] and not any(e.type in ("context_edit", "compaction") for e in fresh)
         else:
