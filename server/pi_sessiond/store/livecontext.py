@@ -15,12 +15,15 @@ the path (Pi rebuilds, ~0.5 s on a 100k-entry session):
 The leaf's path (root -> leaf) is kept the same way: extended when an entry is
 appended under the leaf, walked again after the leaf moved elsewhere.
 
-So results always equal a fresh ``buildSessionContext``. Every in-place
-re-projection is recorded in the current :class:`ProjectionLog` (a rebuild starts
-a new one), which :meth:`LiveContext.projection` snapshots hand to consumers. A returned context is
+So results always equal a fresh ``buildSessionContext``. A returned context is
 a snapshot: the message list it views is never changed afterwards (an in-place
 edit first copies a list that a snapshot may be viewing: one pointer copy per
 edit, no re-projection).
+
+Every in-place re-projection is recorded in the current :class:`ProjectionLog`
+(a rebuild starts a new one), which :meth:`LiveContext.projection` snapshots
+hand to consumers (compaction's preparation index folds in only those and the
+appended entries).
 """
 
 from __future__ import annotations
