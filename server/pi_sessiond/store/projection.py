@@ -19,6 +19,11 @@ items 1 and 2):
    context entry contributes nothing.
 
 Messages are Pi's JSON objects; unedited stored messages are shared, not copied.
+
+A projection of the live leaf (``store/livecontext.py``) carries a
+:class:`ProjectionLog`: which of its entries were re-projected in place since
+the live projection was last rebuilt, so consumers that derive per-entry data
+(compaction's preparation index) fold in only what was appended or re-projected.
 """
 
 from __future__ import annotations
@@ -49,13 +54,33 @@ class ProjectedEntry:
         return self.edit is not None and not self.messages and bool(entry_messages(self.entry))
 
 
+@attrs.define(eq=False)
+class ProjectionLog:
+    """The history of one live projection, from its last rebuild on.
+
+    Contract: between two rebuilds the live projection's entries only grow at
+    the end, or entry ``i`` is re-projected in place (a context edit), and then
+    ``i`` is appended to ``replaced``. A rebuild starts a new log, so anything a
+    consumer keeps in ``memo`` (keyed by the consumer's name) dies with it.
+    """
+
+    replaced: list[int] = attrs.field(factory=list)
+    memo: dict[str, Any] = attrs.field(factory=dict)
+
+
 @attrs.frozen
 class Projection:
-    """Pi's ``SessionProjection``: ``messages`` is the flattened ``entries[*].messages``."""
+    """Pi's ``SessionProjection``: ``messages`` is the flattened ``entries[*].messages``.
+
+    ``log`` is set on a snapshot of the live projection: the snapshot's entries are
+    its projection after ``log.replaced[:log_length]`` (``None`` for any other).
+    """
 
     entries: Sequence[ProjectedEntry]
     thinking_level: Any = "off"
     model: JsonDict | None = None
+    log: ProjectionLog | None = attrs.field(default=None, eq=False, repr=False)
+    log_length: int = attrs.field(default=0, eq=False, repr=False)
 
     @property
     def messages(self) -> list[JsonDict]:

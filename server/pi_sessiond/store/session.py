@@ -168,7 +168,9 @@ class Session:
         return found
 
     def path_to(self, entry_id: str | None = None) -> list[Entry]:
-        """Root -> entry (default: the leaf)."""
+        """Root -> entry (default: the leaf, whose path is kept up to date by appends); a new list."""
+        if entry_id is None or entry_id == self.tree.leaf_id:
+            return self._live.path()
         return self.tree.path(entry_id)
 
     def context(self, leaf_id: str | _Unset | None = UNSET) -> SessionContext:
@@ -188,8 +190,7 @@ class Session:
         if isinstance(leaf_id, _Unset) or leaf_id == self.tree.leaf_id:
             if self.tree.leaf_id is None:
                 return Projection([])
-            context = self._live.get()
-            return Projection(self._live.projected_entries(), context.thinking_level, context.model)
+            return self._live.projection()
         leaf = resolve_leaf(self.entries, leaf_id, self.tree.by_id)
         return project_path(self.tree.path_view(leaf.id)) if leaf is not None else Projection([])
 
