@@ -60,6 +60,8 @@ async def summarize(core: Core, params: SummarizeParams, progress: ProgressFacto
         return await with_progress(progress, title, params.work_done_token,
                                    lambda report: _draft(core, opened, params, report))
 
+    if kind == "compaction":
+        await drafts.settle(core, opened, params.custom_instructions)  # a background draft may be the answer
     return await core.jobs.run(opened.key, kind, f"summarize:{params.reason}", work)
 
 
@@ -74,8 +76,9 @@ async def _compaction_draft(core: Core, opened: OpenSession, params: SummarizePa
     if params.preparation is None:
         return await drafts.leaf_draft(core, opened, params.custom_instructions, report)
     prep = from_hook_preparation(params.preparation, core.compaction_settings(opened))
-    return await drafts.summarized(core, opened, prep, params.custom_instructions, report, leaf_id=None,
-                                   committable=False)
+    stored = await drafts.summarized(core, opened, prep, params.custom_instructions, report, leaf_id=None,
+                                     committable=False)
+    return stored.draft
 
 
 async def _branch_draft(core: Core, opened: OpenSession, params: SummarizeParams, report: Report) -> Draft:
