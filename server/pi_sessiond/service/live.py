@@ -11,6 +11,10 @@ Contracts:
 - The summarizer, its settings, retries and output limits are the session's
   (as ``pi/compact`` uses them); the work is a job of the session (``busy``
   beside another one), with a progress bar when a ``workDoneToken`` is given.
+- With reason ``threshold`` or ``overflow``, a draft prepared in the background
+  (``compaction.prepareAt``) that still holds and is enough is the answer, with
+  its own ``firstKeptEntryId``, which may be older than the preparation's: the
+  caller writes the DRAFT's ``firstKeptEntryId``, ``tokensBefore`` and ``details``.
 - Every DRAFT is kept in the daemon's draft store (``service.drafts``) until
   its ``expiresAt``; one of the daemon's own preparation of the leaf can be
   written with ``pi/commitDraft``, the others (Pi's preparation, a branch)
@@ -30,7 +34,7 @@ from pi_sessiond.compaction.tokens import CompactionSettings, estimate_tokens
 from pi_sessiond.errors import InvalidParams
 from pi_sessiond.pipeline.compaction import session_reasoning
 from pi_sessiond.pipeline.navigation import generate_branch_summary
-from pi_sessiond.service import drafts
+from pi_sessiond.service import drafts, preparing
 from pi_sessiond.service.compaction import Report, with_progress
 from pi_sessiond.service.core import Core
 from pi_sessiond.service.interface import ProgressFactory
@@ -72,7 +76,12 @@ async def _draft(core: Core, opened: OpenSession, params: SummarizeParams, repor
 
 
 async def _compaction_draft(core: Core, opened: OpenSession, params: SummarizeParams, report: Report) -> Draft:
-    """Pi's preparation summarized (kept, not committable: Pi writes it), else the leaf's (committable)."""
+    """Pi's preparation summarized (kept, not committable: Pi writes it), else the leaf's (committable);
+    at a threshold or overflow the prepared draft when it does the job (``service.preparing``)."""
+    if params.custom_instructions is None:
+        prepared = await preparing.for_threshold(core, opened, params.reason, report)
+        if prepared is not None:
+            return prepared.draft
     if params.preparation is None:
         return await drafts.leaf_draft(core, opened, params.custom_instructions, report)
     prep = from_hook_preparation(params.preparation, core.compaction_settings(opened))

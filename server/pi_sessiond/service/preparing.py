@@ -22,6 +22,11 @@ Contracts:
   without instructions writes a kept draft of exactly the range it would
   compact. When the threshold is crossed while the background draft runs, that
   job goes on to compact as soon as the draft is ready.
+- ``pi/summarize`` with reason ``threshold`` or ``overflow`` (a live Pi's
+  ``session_before_compact``) answers by the same rule (:func:`for_threshold`):
+  the kept draft, or its update, whose own ``firstKeptEntryId`` is then the one
+  to write (it may be older than that of Pi's preparation); else the range of
+  Pi's preparation is summarized (reusing a kept draft of exactly that range).
 - Nothing is reused when the client declared the ``beforeCompact`` or
   ``reviewSummary`` hook: their answers belong to every compaction.
 """
@@ -29,6 +34,7 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 import attrs
@@ -46,6 +52,7 @@ from pi_sessiond.service.draftstore import StoredDraft
 from pi_sessiond.service.models import context_window
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.guard import ChangedUnderneathError
 from pi_sessiond.store.layout import now_iso
 from pi_sessiond.store.projection import Projection
 
@@ -132,6 +139,16 @@ async def reuse(core: Core, opened: OpenSession, reason: Reason, report: Report)
     entry = drafts.write(core, opened, stored)
     report("done", 100)
     return drafts.written(core, opened, stored, entry, reason)
+
+
+async def for_threshold(core: Core, opened: OpenSession, reason: Reason, report: Report) -> StoredDraft | None:
+    """``pi/summarize`` at Pi's threshold or overflow (the Pi extension): the kept draft that holds and is
+    enough, else its update; ``None`` for ``manual``. Its ``firstKeptEntryId`` (not Pi's) is what to write."""
+    if reason == "manual":
+        return None
+    with contextlib.suppress(ChangedUnderneathError):
+        opened.session.refresh()  # what Pi wrote since the last fold-in
+    return await _for_threshold(core, opened, report)
 
 
 async def _same_range(core: Core, opened: OpenSession) -> StoredDraft | None:
