@@ -169,10 +169,13 @@ async def test_a_live_pis_appends_prepare_the_draft_its_summarize_reuses(daemons
 
             pi_appends(path, [*turns(2), user_msg("over"), assistant_msg("Pi's threshold", input_tokens=17000)])
             preparation = cli_json("compact", str(path), "--dry-run", "--json", "--keep-recent-tokens", "1000")
-            again = await call(client, "pi/summarize", {"sessionId": sid, "reason": "threshold",
-                                                        "preparation": preparation})
-            assert len(loopback.requests) == asked and again["draftId"] == draft["draftId"]
+            again = await call(client, "pi/summarize", {"sessionId": sid, "reason": "threshold"})
+            assert len(loopback.requests) == asked and again["draftId"] == draft["draftId"]  # still enough
             assert again["firstKeptEntryId"] == draft["firstKeptEntryId"] != preparation["firstKeptEntryId"]
+            pis = await call(client, "pi/summarize", {"sessionId": sid, "reason": "threshold",
+                                                      "preparation": preparation})
+            assert pis["firstKeptEntryId"] == preparation["firstKeptEntryId"]  # exactly Pi's range
+            assert len(loopback.requests) > asked
         finally:
             release(child)
 

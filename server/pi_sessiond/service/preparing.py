@@ -22,11 +22,11 @@ Contracts:
   without instructions writes a kept draft of exactly the range it would
   compact. When the threshold is crossed while the background draft runs, that
   job goes on to compact as soon as the draft is ready.
-- ``pi/summarize`` with reason ``threshold`` or ``overflow`` (a live Pi's
-  ``session_before_compact``) answers by the same rule (:func:`for_threshold`):
-  the kept draft, or its update, whose own ``firstKeptEntryId`` is then the one
-  to write (it may be older than that of Pi's preparation); else the range of
-  Pi's preparation is summarized (reusing a kept draft of exactly that range).
+- ``pi/summarize`` without a preparation, with reason ``threshold`` or
+  ``overflow`` (a live Pi's ``session_before_compact``), answers by the same
+  rule (:func:`for_threshold`): the kept draft, or its update, whose own
+  ``firstKeptEntryId`` is then the one to write. With Pi's preparation, exactly
+  its range is summarized (a kept draft of that very range is reused).
 - Nothing is reused when the client declared the ``beforeCompact`` or
   ``reviewSummary`` hook: their answers belong to every compaction.
 """
@@ -142,8 +142,8 @@ async def reuse(core: Core, opened: OpenSession, reason: Reason, report: Report)
 
 
 async def for_threshold(core: Core, opened: OpenSession, reason: Reason, report: Report) -> StoredDraft | None:
-    """``pi/summarize`` at Pi's threshold or overflow (the Pi extension): the kept draft that holds and is
-    enough, else its update; ``None`` for ``manual``. Its ``firstKeptEntryId`` (not Pi's) is what to write."""
+    """``pi/summarize`` (no preparation) at Pi's threshold or overflow: the kept draft that holds and is
+    enough, else its update; ``None`` for ``manual``. Its ``firstKeptEntryId`` is what to write."""
     if reason == "manual":
         return None
     with contextlib.suppress(ChangedUnderneathError):
