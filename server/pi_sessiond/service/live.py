@@ -88,6 +88,8 @@ async def _compaction_draft(core: Core, opened: OpenSession, params: SummarizePa
     if params.preparation is None:
         return await drafts.leaf_draft(core, opened, params.custom_instructions, report)
     prep = from_hook_preparation(params.preparation, core.compaction_settings(opened))
+    if params.custom_instructions is None:
+        prep = preparing.narrowed(core, opened, prep) or prep  # only what a kept draft does not cover
     stored = await drafts.summarized(core, opened, prep, params.custom_instructions, report, leaf_id=None,
                                      committable=False)
     return stored.draft

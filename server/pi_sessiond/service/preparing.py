@@ -26,7 +26,9 @@ Contracts:
   ``overflow`` (a live Pi's ``session_before_compact``), answers by the same
   rule (:func:`for_threshold`): the kept draft, or its update, whose own
   ``firstKeptEntryId`` is then the one to write. With Pi's preparation, exactly
-  its range is summarized (a kept draft of that very range is reused).
+  its range is summarized: a kept draft of that very range is the answer, and
+  one that covers its first part exactly is its previous summary, so only the
+  rest is summarized (:func:`narrowed`).
 - Nothing is reused when the client declared the ``beforeCompact`` or
   ``reviewSummary`` hook: their answers belong to every compaction.
 """
@@ -149,6 +151,23 @@ async def for_threshold(core: Core, opened: OpenSession, reason: Reason, report:
     with contextlib.suppress(ChangedUnderneathError):
         opened.session.refresh()  # what Pi wrote since the last fold-in
     return await _for_threshold(core, opened, report)
+
+
+def narrowed(core: Core, opened: OpenSession, given: CompactionPreparation) -> CompactionPreparation | None:
+    """Pi's preparation ``given`` with a kept draft that holds as its previous summary and only the messages
+    after the draft's range to summarize (the same ``firstKeptEntryId`` is written); ``None`` when no kept
+    draft starts where ``given`` starts and covers a first part of it exactly."""
+    base = _holding(opened, core.drafts.drafts(opened.key))
+    if base is None or base.prep is None or base.prep.previous_summary != given.previous_summary:
+        return None
+    covered = (*base.prep.messages_to_summarize, *base.prep.turn_prefix_messages)
+    history = given.messages_to_summarize
+    if not covered or len(covered) > len(history) or tuple(history[:len(covered)]) != covered:
+        return None
+    if len(covered) == len(history) and not given.turn_prefix_messages:
+        return None  # the same range: the kept draft itself is the answer
+    return attrs.evolve(given, messages_to_summarize=tuple(history[len(covered):]),
+                        previous_summary=base.draft.summary)
 
 
 async def _same_range(core: Core, opened: OpenSession) -> StoredDraft | None:
