@@ -727,6 +727,7 @@ export interface CompactionSettings {
   keepRecentTokens?: number;
   modelOverrides?: Record<string, ModelOverride>;
   masking?: MaskingSettings;
+  prepareAt?: number | null;
 }
 
 export interface BranchSummarySettings {
