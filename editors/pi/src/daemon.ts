@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { connect } from "node:net";
 import { Duplex } from "node:stream";
 import { Connection } from "./rpc.js";
-import type { BeforeCompactEvent, CompactionResult, Json, TreePreparation } from "./pi-api.js";
+import type { BeforeCompactEvent, CompactionResult, ContextEditDraft, Json, TreePreparation } from "./pi-api.js";
 import { daemonSocket } from "./paths.js";
 
 export interface Draft {
@@ -67,6 +67,23 @@ export class DaemonLink {
       replaceInstructions: prep.replaceInstructions ?? false,
     };
     return (await this.call("pi/summarize", params, signal)) as Draft;
+  }
+
+  /**
+   * The masking edits the daemon makes at Pi's threshold, as drafts for Pi to write
+   * (`pi/mask {dryRun: true, reason: "threshold"}` after `pi/openSession`, which folds in Pi's newest
+   * lines): none unless `compaction.masking.enabled` and the context is past the threshold.
+   */
+  async maskingEdits(sessionFile: string): Promise<ContextEditDraft[]> {
+    const opened = (await this.call("pi/openSession", { path: sessionFile })) as { sessionId: string };
+    const params = { sessionId: opened.sessionId, dryRun: true, reason: "threshold" };
+    const answer = (await this.call("pi/mask", params)) as { edits: ContextEditDraft[] };
+    return answer.edits.map((edit) => ({ type: "context_edit", targetId: edit.targetId, replacement: edit.replacement }));
+  }
+
+  /** Connect now (a running daemon, else a spawned one) so that the first turn boundary need not wait. */
+  warmUp(): void {
+    this.connected().catch(() => undefined);
   }
 
   close(): void {
