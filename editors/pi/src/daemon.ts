@@ -26,7 +26,11 @@ export class DaemonLink {
     private readonly env: NodeJS.ProcessEnv = process.env,
   ) {}
 
-  /** A DRAFT of Pi's compaction `event` of `sessionFile`, as the `compaction` Pi should write. */
+  /**
+   * A DRAFT of Pi's compaction `event` of `sessionFile`, as the `compaction` Pi should write. The daemon
+   * first folds in what Pi wrote since its last look (the masking edits of this turn boundary among them),
+   * so its size checks measure the context Pi has.
+   */
   async compaction(sessionFile: string, event: BeforeCompactEvent, forRequest?: string): Promise<CompactionResult> {
     const prep = event.preparation;
     const modified = new Set([...prep.fileOps.edited, ...prep.fileOps.written]);
@@ -47,6 +51,7 @@ export class DaemonLink {
       customInstructions: event.customInstructions ?? null,
       ...(forRequest ? { forRequest } : {}),
     };
+    await this.call("pi/openSession", { path: sessionFile }, event.signal); // folds in Pi's newest lines
     const draft = (await this.call("pi/summarize", params, event.signal)) as Draft;
     return {
       summary: draft.summary,
