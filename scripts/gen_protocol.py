@@ -135,11 +135,17 @@ def code_constants() -> dict[str, int]:
     return {k: v for k, v in vars(errors).items() if k.isupper() and isinstance(v, int)}
 
 
+def result_name(result: Any) -> str:
+    """A row's result as TypeScript spells it: ``null``, a class name, or a union (``CompactResult | Draft``)."""
+    names = [cls.__name__ for cls in methods.result_classes(result)]
+    return " | ".join(names) if names else "null"
+
+
 def ts_tables() -> list[str]:
     """The method, notification and hook maps: name -> params / result / payload / answer types."""
     out = ["export interface PiMethods {"]
     for spec in methods.METHODS:
-        result = spec.result.__name__ if spec.result is not None else "null"
+        result = result_name(spec.result)
         out.append(f'  "{spec.name}": {{ params: {spec.params.__name__}; result: {result} }};')
     out += ["}", "", "export interface PiNotifications {"]
     out += [f'  "{s.name}": {s.payload.__name__};' for s in methods.NOTIFICATIONS]

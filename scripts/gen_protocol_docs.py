@@ -89,10 +89,16 @@ def methods_section(type_name: TypeName) -> list[str]:
     for spec in methods.METHODS:
         out += [f"### `{spec.name}`", "", spec.doc, ""]
         out += [f"Params `{spec.params.__name__}`:", "", *_table(spec.params, type_name), ""]
-        if spec.result is None:
+        results = methods.result_classes(spec.result)
+        if not results:
             out += ["Result: `null`.", ""]
+        elif len(results) > 1:
+            names = " | ".join(f"`{cls.__name__}`" for cls in results)
+            out += [f"Result, one of {names}:", ""]
+            for cls in results:
+                out += [f"`{cls.__name__}`:", "", *_table(cls, type_name), ""]
         else:
-            out += [f"Result `{spec.result.__name__}`:", "", *_table(spec.result, type_name), ""]
+            out += [f"Result `{results[0].__name__}`:", "", *_table(results[0], type_name), ""]
         if spec.progress:
             out += ["Runs a summarizer: takes `workDoneToken`, reports `$/progress`, honours "
                     "`$/cancelRequest` and `window/workDoneProgress/cancel`.", ""]
@@ -122,7 +128,7 @@ def messages_section(type_name: TypeName) -> list[str]:
 def types_section(type_name: TypeName) -> list[str]:
     """The classes the tables above refer to, and where Pi's entries and messages are described."""
     found: dict[str, type[Any]] = {}
-    roots = [c for s in methods.METHODS for c in (s.params, s.result) if c is not None]
+    roots = [c for s in methods.METHODS for c in (s.params, *methods.result_classes(s.result))]
     roots += [s.payload for s in methods.NOTIFICATIONS] + [c for h in methods.HOOKS for c in (h.params, h.answer)]
     for cls in roots:
         _referenced(cls, found)

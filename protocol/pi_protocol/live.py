@@ -67,7 +67,12 @@ class SummarizeParams:
 
 @attrs.define(kw_only=True)
 class Draft:
-    """DRAFT: a summary that was made but not written (``pi/summarize``, ``pi/compact`` with ``draft``)."""
+    """DRAFT: a summary that was made but not written (``pi/summarize``, ``pi/compact`` with ``draft``).
+
+    ``expires_at`` (ISO time): after it ``pi/commitDraft`` refuses the draft.
+    Only a ``compaction`` draft the daemon prepared itself can be committed
+    with ``pi/commitDraft``.
+    """
 
     draft_id: str
     session_id: str

@@ -14,6 +14,7 @@ service method and its tests.
 
 from __future__ import annotations
 
+import types
 from typing import Any, Final
 
 import attrs
@@ -22,6 +23,7 @@ from pi_protocol.compaction import CompactResult, NavigateResult
 from pi_protocol.live import Draft, SessionLive, SummarizeParams
 from pi_protocol.params import (
     AppendParams,
+    CommitDraftParams,
     CompactParams,
     CreateSessionParams,
     EstimateTokensParams,
@@ -89,6 +91,7 @@ REPORT_OVERFLOW: Final = "pi/reportOverflow"
 GET_SETTINGS: Final = "pi/getSettings"
 UPDATE_SETTINGS: Final = "pi/updateSettings"
 SUMMARIZE: Final = "pi/summarize"
+COMMIT_DRAFT: Final = "pi/commitDraft"
 
 # daemon -> client notifications
 COMPACTION_STARTED: Final = "pi/compactionStarted"
@@ -113,12 +116,14 @@ class MethodSpec:
     ``service`` names the method of the daemon's service
     (``pi_sessiond.service.daemon.Daemon``) that answers it: it takes the
     ``params`` object (and, with ``progress``, a progress factory) and returns
-    the ``result`` object (``None`` when ``result`` is ``None``).
+    the ``result`` object (``None`` when ``result`` is ``None``). ``result``
+    is a class or a union of classes (``CompactResult | Draft``): the answer
+    is an object of one of them (:func:`result_classes`).
     """
 
     name: str
     params: type[Any]
-    result: type[Any] | None
+    result: Any
     service: str
     doc: str
     progress: bool = False
@@ -191,9 +196,16 @@ METHODS: Final = (
                "Token and cost totals, message counts and the context size.", errors=_SESSION),
     MethodSpec(ESTIMATE_TOKENS, EstimateTokensParams, EstimateTokensResult, "estimate_tokens",
                "Estimated tokens of a `text` (one user message) or of a leaf's context.", errors=_READ),
-    MethodSpec(COMPACT, CompactParams, CompactResult, "compact",
-               "Summarize the older part of the context and append one compaction entry (by Pi, when it holds it).",
+    MethodSpec(COMPACT, CompactParams, CompactResult | Draft, "compact",
+               "Summarize the older part of the context and append one compaction entry (by Pi, when it holds it); "
+               "with `draft: true` write nothing and answer a DRAFT for `pi/commitDraft`.",
                progress=True, errors=(*_SUMMARIZE, "liveWriter")),
+    MethodSpec(COMMIT_DRAFT, CommitDraftParams, CompactResult, "commit_draft",
+               "Write a compaction DRAFT (its `summary`, or the edited one given, as given: the gate is not re-run) "
+               "on the newest leaf if the range it kept still holds, else `conflict`. An unknown, expired or "
+               "committed `draftId` is `invalidParams` (`data.draftState`).",
+               errors=("unknownSession", "invalidParams", "conflict", "busy", "locked", "liveWriter",
+                       "notShrinking", "writeFailed")),
     MethodSpec(NAVIGATE_TREE, NavigateTreeParams, NavigateResult, "navigate_tree",
                "Move the leaf to `targetId` (Pi's `/tree`), optionally summarizing the branch left.",
                progress=True, errors=("unknownSession", "unknownEntry", "locked", "summarizerFailed", "conflict",
@@ -235,3 +247,11 @@ HOOKS: Final = (
 )
 
 METHODS_BY_NAME: Final = {spec.name: spec for spec in METHODS}
+
+
+def result_classes(result: Any) -> tuple[type[Any], ...]:
+    """The classes a row's ``result`` names: ``()`` for ``None``, one class, or each member of a union."""
+    if result is None:
+        return ()
+    members = getattr(result, "__args__", None)
+    return tuple(members) if isinstance(result, types.UnionType) and members else (result,)

@@ -140,12 +140,31 @@ class EstimateTokensParams:
 
 @attrs.define(kw_only=True)
 class CompactParams:
-    """``force``: write even if another program appended within ``daemon.liveWriterSeconds`` (on the newest leaf)."""
+    """``force``: write even if another program appended within ``daemon.liveWriterSeconds`` (on the newest leaf).
+
+    ``draft``: write nothing and answer a DRAFT (``pi_protocol.live.Draft``) that
+    ``pi/commitDraft`` may write later.
+    """
 
     session_id: str
     custom_instructions: str | None = None
     force: bool = False
+    draft: bool = False
     work_done_token: ProgressToken | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
+class CommitDraftParams:
+    """``pi/commitDraft``: write the compaction DRAFT ``draft_id`` (with ``summary`` instead of its own, when given).
+
+    ``force`` as in :class:`CompactParams`.
+    """
+
+    session_id: str
+    draft_id: str
+    summary: str | None = None
+    force: bool = False
     extra: JsonDict = extra_field()
 
 

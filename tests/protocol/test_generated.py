@@ -33,7 +33,8 @@ def test_entries_and_messages_are_typed_in_typescript() -> None:
     assert "  entry: SessionEntry;" in text  # CompactResult, Compacted
     assert "  entries?: SessionEntry[];" in text  # EntriesResult
     assert "  header?: SessionHeader;" in text  # SessionInfo
-    assert '  "pi/compact": { params: CompactParams; result: CompactResult };' in text
+    assert '  "pi/compact": { params: CompactParams; result: CompactResult | Draft };' in text  # a union result
+    assert '  "pi/commitDraft": { params: CommitDraftParams; result: CompactResult };' in text
 
 
 def test_lua_protocol_has_every_name_and_reason() -> None:

@@ -259,7 +259,7 @@ class Pools:
 
 # Methods that may write: they only ever name the scratch session (the checked files must never change).
 WRITE_METHODS = frozenset({methods.APPEND, methods.COMPACT, methods.NAVIGATE_TREE, methods.SET_LABEL, methods.FORK,
-                           methods.REPORT_OVERFLOW, methods.CLOSE_SESSION})
+                           methods.REPORT_OVERFLOW, methods.CLOSE_SESSION, methods.COMMIT_DRAFT})
 LEAF = (st.none() | st.booleans() | st.integers() | st.integers(min_value=2**63, max_value=2**80)
         | st.floats() | st.text(max_size=12))
 ANY_JSON = st.recursive(LEAF, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),

@@ -402,7 +402,16 @@ export interface CompactParams {
   sessionId: string;
   customInstructions?: string | null;
   force?: boolean;
+  draft?: boolean;
   workDoneToken?: number | string | null;
+  [key: string]: unknown;
+}
+
+export interface CommitDraftParams {
+  sessionId: string;
+  draftId: string;
+  summary?: string | null;
+  force?: boolean;
   [key: string]: unknown;
 }
 
@@ -719,6 +728,7 @@ export interface CompactionSettings {
   keepRecentTokens?: number;
   modelOverrides?: Record<string, ModelOverride>;
   masking?: MaskingSettings;
+  prepareAt?: number | null;
 }
 
 export interface BranchSummarySettings {
@@ -795,7 +805,8 @@ export interface PiMethods {
   "pi/fork": { params: ForkParams; result: SessionInfo };
   "pi/getStats": { params: SessionParams; result: StatsResult };
   "pi/estimateTokens": { params: EstimateTokensParams; result: EstimateTokensResult };
-  "pi/compact": { params: CompactParams; result: CompactResult };
+  "pi/compact": { params: CompactParams; result: CompactResult | Draft };
+  "pi/commitDraft": { params: CommitDraftParams; result: CompactResult };
   "pi/navigateTree": { params: NavigateTreeParams; result: NavigateResult };
   "pi/reportOverflow": { params: ReportOverflowParams; result: CompactResult };
   "pi/getSettings": { params: GetSettingsParams; result: SettingsResult };
@@ -836,6 +847,7 @@ export const Methods = {
   GET_STATS: "pi/getStats",
   ESTIMATE_TOKENS: "pi/estimateTokens",
   COMPACT: "pi/compact",
+  COMMIT_DRAFT: "pi/commitDraft",
   NAVIGATE_TREE: "pi/navigateTree",
   REPORT_OVERFLOW: "pi/reportOverflow",
   GET_SETTINGS: "pi/getSettings",

@@ -19,7 +19,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from pi_protocol import CompactionPreview, unstructure
+from pi_protocol import CompactionPreview, CompactResult, unstructure
 from pi_protocol.params import CompactParams
 from pi_protocol.settings import CompactionSettings
 from pi_sessiond.cli.common import (
@@ -107,6 +107,7 @@ async def _compact(args: argparse.Namespace) -> int:
         info = local.open(path)
         params = CompactParams(session_id=info.session_id, custom_instructions=args.instructions, force=args.force)
         result = await local.service.compact(params, local.progress)
+        assert isinstance(result, CompactResult)  # no draft was asked for
     if args.json:
         print_json(unstructure(result))
         return 0

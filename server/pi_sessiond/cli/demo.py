@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pi_protocol import CompactResult
 from pi_protocol.params import CompactParams, GetContextParams, GetSettingsParams
 from pi_sessiond.cli.common import EXAMPLE_KEEP_RECENT, add_quiet_argument
 from pi_sessiond.cli.context import describe
@@ -52,6 +53,7 @@ async def _demo(path: Path, settings: dict[str, Any], progress: StderrProgress) 
         before = service.get_context(GetContextParams(session_id=sid))
         _show("Before", before.messages, before.tokens)
         result = await service.compact(CompactParams(session_id=sid), progress)
+        assert isinstance(result, CompactResult)  # no draft was asked for
         after = service.get_context(GetContextParams(session_id=sid))
     print("\n=== Summary written as a compaction entry " + "=" * 30)
     print(result.entry.get("summary", ""))

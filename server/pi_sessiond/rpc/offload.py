@@ -45,6 +45,7 @@ OFFLOADED: frozenset[str] = frozenset({
 """Methods whose service call runs in a worker thread."""
 GATED: frozenset[str] = OFFLOADED | {
     methods.APPEND, methods.SET_LABEL, methods.MASK, methods.UNMASK, methods.UNDO, methods.CLOSE_SESSION,
+    methods.COMMIT_DRAFT,
 }
 """Methods that wait for the other gated requests of their session."""
 

@@ -17,6 +17,7 @@ from pi_protocol import unstructure
 from pi_protocol.settings import CompactionSettings, Settings
 from pi_sessiond.pipeline.requests import OutputLimit
 from pi_sessiond.pipeline.summaries import RunOptions
+from pi_sessiond.service.draftstore import DraftStore
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.models import summarizer_max_output
@@ -45,6 +46,8 @@ class Core:
     background_progress: ProgressFactory | None = None
     forwarded: dict[str, Report] = attrs.field(factory=dict)
     """``pi/compact`` requests forwarded to a live Pi, by id: the progress report ``forRequest`` reuses."""
+    drafts: DraftStore = attrs.field(factory=DraftStore)
+    """Summaries made but not written (``pi/compact {draft: true}``, ``pi/summarize``), for ``pi/commitDraft``."""
 
     def settings_for(self, opened: OpenSession | None) -> Settings:
         """The typed settings in force for ``opened`` (or the daemon's, for ``None``)."""

@@ -29,6 +29,7 @@ from pi_protocol import (
 from pi_protocol.live import Draft, SummarizeParams
 from pi_protocol.params import (
     AppendParams,
+    CommitDraftParams,
     CompactParams,
     CreateSessionParams,
     EstimateTokensParams,
@@ -68,6 +69,7 @@ from pi_sessiond.errors import InvalidParams
 from pi_sessiond.service import (
     appending,
     compaction,
+    drafts,
     forwarding,
     live,
     livewriter,
@@ -198,6 +200,7 @@ class Daemon:
         await self.core.jobs.cancel(opened.key)
         self.core.registry.close(opened.key)
         self.core.settings.forget(opened.key)
+        self.core.drafts.forget(opened.key)
 
     def list_sessions(self, params: ListSessionsParams) -> ListSessionsResult:
         """``pi/listSessions``, newest first."""
@@ -296,13 +299,23 @@ class Daemon:
         return EstimateTokensResult(tokens=tokens, estimator=stats.estimator_name(name, messages))
 
     # ----------------------------------------------------------- summarizers
-    async def compact(self, params: CompactParams, progress: ProgressFactory) -> CompactResult:
-        """``pi/compact``: ``Busy`` beside another job of the session or at the global limit."""
+    async def compact(self, params: CompactParams, progress: ProgressFactory) -> CompactResult | Draft:
+        """``pi/compact``: ``Busy`` beside another job of the session or at the global limit.
+
+        With ``draft`` a DRAFT is made by the daemon and nothing is written (also on a session a live Pi holds).
+        """
         opened = self._get(params.session_id)
+        if params.draft:
+            return await drafts.compact_draft(self.core, opened, params, progress)
+        await drafts.settle(self.core, opened, params.custom_instructions)  # a background draft may do it
         holder = livewriter.live_pi(opened.session.path)
         if holder is not None:  # a live Pi holds it: Pi compacts (its leaf moves on)
             return await forwarding.compact_in_pi(self.core, opened, holder, params, progress)
         return await compaction.manual(self.core, opened, params, progress)
+
+    async def commit_draft(self, params: CommitDraftParams) -> CompactResult:
+        """``pi/commitDraft``: write a compaction DRAFT under the leaf rules of this moment (``service.drafts``)."""
+        return await drafts.commit(self.core, self._get(params.session_id), params)
 
     def preview_compaction(self, params: CompactParams) -> CompactionPreview:
         """``compact --dry-run`` (not a wire method): what ``pi/beforeCompact`` would show, without settings."""
@@ -310,7 +323,9 @@ class Daemon:
 
     async def report_overflow(self, params: ReportOverflowParams, progress: ProgressFactory) -> CompactResult:
         """``pi/reportOverflow``: compaction with reason ``overflow`` and ``willRetry: true``."""
-        return await compaction.overflow(self.core, self._get(params.session_id), params, progress)
+        opened = self._get(params.session_id)
+        await drafts.settle(self.core, opened, None)  # a background draft may do it
+        return await compaction.overflow(self.core, opened, params, progress)
 
     async def navigate_tree(self, params: NavigateTreeParams, progress: ProgressFactory) -> NavigateResult:
         """``pi/navigateTree``."""

@@ -11,11 +11,14 @@ Contracts:
 - The summarizer, its settings, retries and output limits are the session's
   (as ``pi/compact`` uses them); the work is a job of the session (``busy``
   beside another one), with a progress bar when a ``workDoneToken`` is given.
+- Every DRAFT is kept in the daemon's draft store (``service.drafts``) until
+  its ``expiresAt``; one of the daemon's own preparation of the leaf can be
+  written with ``pi/commitDraft``, the others (Pi's preparation, a branch)
+  are written by Pi.
 """
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 from pi_protocol import unstructure
@@ -24,16 +27,11 @@ from pi_protocol.results import HookPreparation
 from pi_sessiond.compaction.fileops import FileOperations
 from pi_sessiond.compaction.prepare import CompactionPreparation
 from pi_sessiond.compaction.tokens import CompactionSettings, estimate_tokens
-from pi_sessiond.errors import InvalidParams, NothingToCompact
-from pi_sessiond.pipeline.compaction import (
-    compaction_entry,
-    pending_tokens,
-    prepare_off_loop,
-    session_reasoning,
-    summarize_prepared,
-)
+from pi_sessiond.errors import InvalidParams
+from pi_sessiond.pipeline.compaction import session_reasoning
 from pi_sessiond.pipeline.navigation import generate_branch_summary
-from pi_sessiond.service.compaction import Report, gate_of, with_progress
+from pi_sessiond.service import drafts
+from pi_sessiond.service.compaction import Report, with_progress
 from pi_sessiond.service.core import Core
 from pi_sessiond.service.interface import ProgressFactory
 from pi_sessiond.service.registry import OpenSession
@@ -62,6 +60,8 @@ async def summarize(core: Core, params: SummarizeParams, progress: ProgressFacto
         return await with_progress(progress, title, params.work_done_token,
                                    lambda report: _draft(core, opened, params, report))
 
+    if kind == "compaction":
+        await drafts.settle(core, opened, params.custom_instructions)  # a background draft may be the answer
     return await core.jobs.run(opened.key, kind, f"summarize:{params.reason}", work)
 
 
@@ -72,28 +72,13 @@ async def _draft(core: Core, opened: OpenSession, params: SummarizeParams, repor
 
 
 async def _compaction_draft(core: Core, opened: OpenSession, params: SummarizeParams, report: Report) -> Draft:
-    session = opened.session
-    settings = core.settings_for(opened)
-    compaction = core.compaction_settings(opened, settings)
-    if params.preparation is not None:
-        prep = from_hook_preparation(params.preparation, compaction)
-    else:
-        prep = await prepare_off_loop(session, compaction)
-    if prep.nothing_to_compact:
-        raise NothingToCompact("Nothing to compact (session too small)")
-    summarizer = core.summarizer(settings)
-    try:
-        text = await summarize_prepared(session, summarizer, prep, params.custom_instructions, report,
-                                        core.run_options(settings, report))
-    finally:
-        await summarizer.aclose()
-    data = compaction_entry(prep, text.text, text.usage)
-    return Draft(
-        draft_id=new_draft_id(), session_id=opened.key, kind="compaction", summary=text.text,
-        first_kept_entry_id=prep.first_kept_entry_id, tokens_before=prep.tokens_before,
-        estimated_tokens_after=_tokens_after(opened, data, prep.first_kept_entry_id),
-        details=data.get("details"), usage=text.usage, gate=gate_of(text.gate),
-    )
+    """Pi's preparation summarized (kept, not committable: Pi writes it), else the leaf's (committable)."""
+    if params.preparation is None:
+        return await drafts.leaf_draft(core, opened, params.custom_instructions, report)
+    prep = from_hook_preparation(params.preparation, core.compaction_settings(opened))
+    stored = await drafts.summarized(core, opened, prep, params.custom_instructions, report, leaf_id=None,
+                                     committable=False)
+    return stored.draft
 
 
 async def _branch_draft(core: Core, opened: OpenSession, params: SummarizeParams, report: Report) -> Draft:
@@ -111,10 +96,12 @@ async def _branch_draft(core: Core, opened: OpenSession, params: SummarizeParams
     finally:
         await summarizer.aclose()
     tokens = estimate_tokens({"role": "branchSummary", "summary": made.summary, "fromId": ""})
-    return Draft(
-        draft_id=new_draft_id(), session_id=opened.key, kind="branchSummary", summary=made.summary,
+    draft = Draft(
+        draft_id=drafts.new_draft_id(), session_id=opened.key, kind="branchSummary", summary=made.summary,
         estimated_tokens_after=tokens, details=unstructure(made.stored_details()), usage=made.usage,
     )
+    core.drafts.add(draft)  # kept so that pi/commitDraft can say what writes it
+    return draft
 
 
 def from_hook_preparation(given: HookPreparation, settings: CompactionSettings) -> CompactionPreparation:
@@ -132,17 +119,3 @@ def from_hook_preparation(given: HookPreparation, settings: CompactionSettings) 
         file_ops=FileOperations(read=frozenset(given.read_files), edited=frozenset(given.modified_files)),
         settings=settings,
     )
-
-
-def _tokens_after(opened: OpenSession, data: dict[str, object], first_kept: str) -> int:
-    """``estimatedTokensAfter`` if the draft were written at the daemon's leaf; the summary alone when the
-    daemon's view of the file does not hold ``first_kept`` (a live Pi wrote it since)."""
-    session = opened.session
-    if first_kept in {e.id for e in session.path_to()}:
-        return pending_tokens(session, data)
-    return estimate_tokens({"role": "compactionSummary", "summary": data.get("summary", ""), "tokensBefore": 0})
-
-
-def new_draft_id() -> str:
-    """A fresh draft id."""
-    return uuid.uuid4().hex

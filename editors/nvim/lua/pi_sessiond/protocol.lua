@@ -20,6 +20,7 @@ M.methods = {
   GET_STATS = 'pi/getStats',
   ESTIMATE_TOKENS = 'pi/estimateTokens',
   COMPACT = 'pi/compact',
+  COMMIT_DRAFT = 'pi/commitDraft',
   NAVIGATE_TREE = 'pi/navigateTree',
   REPORT_OVERFLOW = 'pi/reportOverflow',
   GET_SETTINGS = 'pi/getSettings',
