@@ -109,7 +109,9 @@ class PiRpc:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             if line.strip():
-                self._queue.put(json.loads(line))
+                record = json.loads(line)
+                record["_seenAt"] = time.monotonic()  # when the test saw it (the loopback's clock)
+                self._queue.put(record)
 
     def send(self, command: dict[str, Any]) -> str:
         self._ids += 1
@@ -159,7 +161,8 @@ def start_pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     ``command`` is the extension's ``PI_SESSIOND_COMMAND`` (default: this interpreter's pi_sessiond);
     ``summarizer`` the daemons' ``summarizer`` settings (default: the offline one); ``installed`` loads
     the extension from ``<agent dir>/extensions/`` (its ``package.json`` manifest) instead of ``-e``;
-    ``tools`` Pi's ``--tools`` (default ``--no-tools``); ``masking`` the daemons' ``compaction.masking``.
+    ``tools`` Pi's ``--tools`` (default ``--no-tools``); ``masking`` the daemons' ``compaction.masking``;
+    ``prepare_at`` their ``compaction.prepareAt``, and then their summarizer is the loopback model too.
     """
     node = node24()
     require(node is not None, "Node 24 is missing: run scripts/install-tools.sh node24")
@@ -171,7 +174,7 @@ def start_pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
         def start(command: list[str] | None = None, summarizer: dict[str, Any] | None = None,
                   installed: bool = False, tools: str | None = None,
-                  masking: dict[str, Any] | None = None) -> Started:
+                  masking: dict[str, Any] | None = None, prepare_at: float | None = None) -> Started:
             agent, work = tmp_path / "agent", tmp_path / "work"
             agent.mkdir()
             work.mkdir()
@@ -186,6 +189,10 @@ def start_pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
                 settings["summarizer"] = summarizer
             if masking is not None:
                 settings["compaction"]["masking"] = masking
+            if prepare_at is not None:  # the daemons draft in the background, with the loopback model
+                settings["compaction"]["prepareAt"] = prepare_at
+                settings["summarizer"] = {"provider": "openai", "baseUrl": loopback.base_url + "/v1",
+                                          "model": "loopm", "apiKeyEnv": "LOOPBACK_KEY"}
             (agent / "settings.json").write_text(json.dumps(settings))
             monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))  # the test's daemons read the same settings
             monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
@@ -453,3 +460,37 @@ async def test_masking_at_the_threshold_is_written_by_pi_and_its_next_request_is
     [compaction] = [e for e in lines(path) if e["type"] == "compaction"][:1]
     assert compaction["fromHook"] is True and LOOPBACK_MARK not in compaction["summary"]
     assert pi_summary_requests(loopback) == []
+
+
+def summary_requests(loopback: LoopbackProvider) -> list[Any]:
+    """Summary requests to the loopback model (the daemon's and Pi's prompts both wrap the conversation)."""
+    return [r for r in loopback.requests if "<conversation>" in first_user_text(r.body)]
+
+
+async def test_pi_gets_the_background_draft_at_its_threshold_without_a_model_request_then(
+    start_pi: Callable[..., Started],
+) -> None:
+    """``compaction.prepareAt`` through a live Pi: the daemon drafts the compaction in the background
+    while Pi runs (it follows Pi's appends); when Pi reaches its threshold, ``session_before_compact``
+    gets that draft from ``pi/summarize``, so no summary request reaches the model from the moment Pi
+    starts compacting, and Pi writes the draft (``fromHook``) with the draft's cut."""
+    rpc, loopback = start_pi(prepare_at=0.3)
+    path = session_of(rpc)
+    for n in range(10):
+        rpc.prompt(f"Message {n}: {PROMPT}")
+        if rpc.seen("compaction_start"):
+            break
+        await settle(lambda: all(r.completed for r in summary_requests(loopback)), timeout=DEADLINE,
+                     what="the daemon's background draft")  # Pi's next turn starts after it
+    [start] = rpc.seen("compaction_start")
+    [end] = rpc.seen("compaction_end")  # before agent_settled, which the prompt waited for
+    assert start["reason"] == "threshold" and end["reason"] == "threshold" and not end.get("errorMessage"), end
+    drafted = summary_requests(loopback)
+    assert drafted, "the daemon made no draft while Pi ran"
+    assert [r for r in drafted if r.received_at >= start["_seenAt"]] == []  # none from the threshold on
+    [compaction] = [e for e in lines(path) if e["type"] == "compaction"]
+    assert compaction["fromHook"] is True and LOOPBACK_MARK in compaction["summary"]  # the daemon's model draft
+    ids = [e["id"] for e in lines(path)]
+    assert ids.index(compaction["firstKeptEntryId"]) < ids.index(compaction["id"])
+    assert end["result"]["summary"] == compaction["summary"]
+    assert not notices(rpc)  # no fallback to Pi's own summarizer

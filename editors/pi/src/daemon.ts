@@ -29,9 +29,16 @@ export class DaemonLink {
   /**
    * A DRAFT of Pi's compaction `event` of `sessionFile`, as the `compaction` Pi should write. The daemon
    * first folds in what Pi wrote since its last look (the masking edits of this turn boundary among them),
-   * so its size checks measure the context Pi has.
+   * so its size checks measure the context Pi has. At Pi's threshold the answer may be the daemon's
+   * background draft (`compaction.prepareAt`), whose cut may be before Pi's: it must be on Pi's
+   * `branch` (entry ids, root first) no later than Pi's cut, else this rejects.
    */
-  async compaction(sessionFile: string, event: BeforeCompactEvent, forRequest?: string): Promise<CompactionResult> {
+  async compaction(
+    sessionFile: string,
+    event: BeforeCompactEvent,
+    branch: readonly string[],
+    forRequest?: string,
+  ): Promise<CompactionResult> {
     const prep = event.preparation;
     const modified = new Set([...prep.fileOps.edited, ...prep.fileOps.written]);
     const preparation = {
@@ -53,9 +60,13 @@ export class DaemonLink {
     };
     await this.call("pi/openSession", { path: sessionFile }, event.signal); // folds in Pi's newest lines
     const draft = (await this.call("pi/summarize", params, event.signal)) as Draft;
+    const cut = draft.firstKeptEntryId ?? prep.firstKeptEntryId;
+    if (!notAfter(branch, cut, prep.firstKeptEntryId)) {
+      throw new Error(`the daemon's draft keeps entries from ${cut}, which is not on Pi's branch before its own cut`);
+    }
     return {
       summary: draft.summary,
-      firstKeptEntryId: prep.firstKeptEntryId,
+      firstKeptEntryId: cut,
       tokensBefore: prep.tokensBefore,
       details: draft.details,
       ...(draft.usage ? { usage: draft.usage } : {}),
@@ -148,6 +159,12 @@ export class DaemonLink {
     this.child = child;
     return new ChildDuplex(child);
   }
+}
+
+/** Whether `cut` is on `branch` (ids, root first) and not after `piCut`. */
+export function notAfter(branch: readonly string[], cut: string, piCut: string): boolean {
+  const at = branch.indexOf(cut);
+  return cut === piCut || (at >= 0 && at <= branch.indexOf(piCut));
 }
 
 /** A child's stdin/stdout as one duplex stream (the daemon's stdio transport). */

@@ -73,7 +73,8 @@ export class LiveSession {
     if (!file) return undefined;
     const signal = asked ? AbortSignal.any([event.signal, asked.signal]) : event.signal;
     try {
-      const compaction = await this.daemon.compaction(file, { ...event, signal }, asked?.forRequest);
+      const branch = ctx.sessionManager.getBranch().map((entry) => String(entry.id));
+      const compaction = await this.daemon.compaction(file, { ...event, signal }, branch, asked?.forRequest);
       return signal.aborted ? { cancel: true } : { compaction };
     } catch (error) {
       if (signal.aborted) return { cancel: true };

@@ -53,6 +53,8 @@ export interface BeforeTreeEvent {
 export interface SessionManagerView {
   getSessionFile(): string | undefined;
   getLeafEntry(): JsonObject | undefined;
+  /** The entries from the root to the leaf. */
+  getBranch(): JsonObject[];
 }
 
 export interface Context {

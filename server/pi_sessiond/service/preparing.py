@@ -22,6 +22,9 @@ Contracts:
   without instructions writes a kept draft of exactly the range it would
   compact. When the threshold is crossed while the background draft runs, that
   job goes on to compact as soon as the draft is ready.
+- A live Pi's threshold or overflow compaction (``pi/summarize`` with Pi's
+  preparation, no instructions) gets the kept draft the same way (:func:`for_pi`);
+  Pi then writes it with the draft's ``firstKeptEntryId``.
 - Nothing is reused when the client declared the ``beforeCompact`` or
   ``reviewSummary`` hook: their answers belong to every compaction.
 """
@@ -132,6 +135,23 @@ async def reuse(core: Core, opened: OpenSession, reason: Reason, report: Report)
     entry = drafts.write(core, opened, stored)
     report("done", 100)
     return drafts.written(core, opened, stored, entry, reason)
+
+
+async def for_pi(core: Core, opened: OpenSession, pi_cut: str, report: Report) -> StoredDraft | None:
+    """At a live Pi's threshold or overflow (its ``pi/summarize`` with its preparation): the kept draft, as
+    at our own threshold (at once when enough, else updated from where it was), when Pi's cut ``pi_cut``
+    and the draft's are on the session's path and the draft's is not after Pi's (it summarizes a prefix
+    of what Pi would); ``None``: summarize Pi's preparation. Pi writes the draft with its own cut."""
+    if core.hooks.declared("beforeCompact") or core.hooks.declared("reviewSummary"):
+        return None
+    ids = [e.id for e in opened.session.path_to()]
+    if pi_cut not in ids or _holding(opened, core.drafts.drafts(opened.key)) is None:
+        return None
+    stored = await _for_threshold(core, opened, report)
+    cut = stored.draft.first_kept_entry_id if stored is not None else None
+    if cut is None or cut not in ids or ids.index(cut) > ids.index(pi_cut):
+        return None
+    return stored
 
 
 async def _same_range(core: Core, opened: OpenSession) -> StoredDraft | None:
