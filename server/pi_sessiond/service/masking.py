@@ -79,7 +79,8 @@ def estimate_after(session: Session, settings: Settings, replaced: dict[str, Any
 
 
 def refuse_if_live_pi(opened: OpenSession) -> None:
-    """Edits written beside a live Pi would never reach its context: Pi has to compact itself."""
+    """Edits written beside a live Pi would never reach its context: on demand Pi has to compact itself
+    (at its threshold the extension has Pi write the masking tier's edits, ``reason: "threshold"``)."""
     held = livewriter.live_pi(opened.session.path)
     if held is not None:
         raise livewriter.refuse(held, "trim the context", "/compact")
