@@ -18,6 +18,7 @@ from tests.e2e.daemon_client import (
     assistant_msg,
     call,
     cancel_progress,
+    cli_json,
     daemons_fixture,  # noqa: F401 - provides the `daemons` fixture
     events,
     generated,
@@ -161,14 +162,26 @@ async def test_a_live_pis_appends_prepare_the_draft_its_summarize_reuses(daemons
         child = hold(path, "--pid", str(os.getpid()), "--socket", str(tmp_path / "pi-x.sock"))  # stands in for Pi
         try:
             await wait_event(client, "pi/sessionLive")
-            parent = read_lines(path)[-1]["id"]
-            with open(path, "a") as fh:  # Pi appends a turn past prepareAt
-                for n, row in enumerate([user_msg("pi's turn"), assistant_msg("pi's answer", input_tokens=9000)]):
-                    line = {**row, "id": f"pi00000{n}", "parentId": parent, "timestamp": "2026-01-01T00:00:0{n}.000Z"}
-                    fh.write(json.dumps(line) + "\n")
-                    parent = line["id"]
+            pi_appends(path, [user_msg("pi's turn"), assistant_msg("pi's answer", input_tokens=9000)])  # prepareAt
             asked = await prepared(client, loopback)
             draft = await call(client, "pi/summarize", {"sessionId": sid, "reason": "threshold"})
             assert len(loopback.requests) == asked and draft["summary"]  # Pi's summary is the prepared draft
+
+            pi_appends(path, [*turns(2), user_msg("over"), assistant_msg("Pi's threshold", input_tokens=17000)])
+            preparation = cli_json("compact", str(path), "--dry-run", "--json", "--keep-recent-tokens", "1000")
+            again = await call(client, "pi/summarize", {"sessionId": sid, "reason": "threshold",
+                                                        "preparation": preparation})
+            assert len(loopback.requests) == asked and again["draftId"] == draft["draftId"]
+            assert again["firstKeptEntryId"] == draft["firstKeptEntryId"] != preparation["firstKeptEntryId"]
         finally:
             release(child)
+
+
+def pi_appends(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Lines as Pi appends them (each the child of the file's last entry)."""
+    parent = read_lines(path)[-1]["id"]
+    with open(path, "a") as fh:
+        for row in rows:
+            line = {**row, "id": os.urandom(4).hex(), "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z"}
+            fh.write(json.dumps(line) + "\n")
+            parent = line["id"]

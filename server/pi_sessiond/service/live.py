@@ -11,9 +11,10 @@ Contracts:
 - The summarizer, its settings, retries and output limits are the session's
   (as ``pi/compact`` uses them); the work is a job of the session (``busy``
   beside another one), with a progress bar when a ``workDoneToken`` is given.
-- At Pi's threshold or overflow (no instructions) a kept background draft of
-  ``compaction.prepareAt`` answers instead, without a model request when it
-  is still enough; its ``firstKeptEntryId`` (not after Pi's) is the cut Pi writes.
+- With reason ``threshold`` or ``overflow``, a draft prepared in the background
+  (``compaction.prepareAt``) that still holds and is enough is the answer, with
+  its own ``firstKeptEntryId``, which may be older than the preparation's: the
+  caller writes the DRAFT's ``firstKeptEntryId``, ``tokensBefore`` and ``details``.
 - Every DRAFT is kept in the daemon's draft store (``service.drafts``) until
   its ``expiresAt``; one of the daemon's own preparation of the leaf can be
   written with ``pi/commitDraft``, the others (Pi's preparation, a branch)
@@ -75,17 +76,14 @@ async def _draft(core: Core, opened: OpenSession, params: SummarizeParams, repor
 
 
 async def _compaction_draft(core: Core, opened: OpenSession, params: SummarizeParams, report: Report) -> Draft:
-    """Pi's preparation summarized (kept, not committable: Pi writes it), else the leaf's (committable).
-
-    At Pi's threshold or overflow a background draft (``compaction.prepareAt``) is the answer where it
-    does the job (``preparing.for_pi``): its ``firstKeptEntryId`` may then be before Pi's.
-    """
-    if params.preparation is None:
-        return await drafts.leaf_draft(core, opened, params.custom_instructions, report)
-    if params.reason != "manual" and params.custom_instructions is None:
-        prepared = await preparing.for_pi(core, opened, params.preparation.first_kept_entry_id, report)
+    """Pi's preparation summarized (kept, not committable: Pi writes it), else the leaf's (committable);
+    at a threshold or overflow the prepared draft when it does the job (``service.preparing``)."""
+    if params.custom_instructions is None:
+        prepared = await preparing.for_threshold(core, opened, params.reason, report)
         if prepared is not None:
             return prepared.draft
+    if params.preparation is None:
+        return await drafts.leaf_draft(core, opened, params.custom_instructions, report)
     prep = from_hook_preparation(params.preparation, core.compaction_settings(opened))
     stored = await drafts.summarized(core, opened, prep, params.custom_instructions, report, leaf_id=None,
                                      committable=False)

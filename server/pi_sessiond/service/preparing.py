@@ -22,9 +22,11 @@ Contracts:
   without instructions writes a kept draft of exactly the range it would
   compact. When the threshold is crossed while the background draft runs, that
   job goes on to compact as soon as the draft is ready.
-- A live Pi's threshold or overflow compaction (``pi/summarize`` with Pi's
-  preparation, no instructions) gets the kept draft the same way (:func:`for_pi`);
-  Pi then writes it with the draft's ``firstKeptEntryId``.
+- ``pi/summarize`` with reason ``threshold`` or ``overflow`` (a live Pi's
+  ``session_before_compact``) answers by the same rule (:func:`for_threshold`):
+  the kept draft, or its update, whose own ``firstKeptEntryId`` is then the one
+  to write (it may be older than that of Pi's preparation); else the range of
+  Pi's preparation is summarized (reusing a kept draft of exactly that range).
 - Nothing is reused when the client declared the ``beforeCompact`` or
   ``reviewSummary`` hook: their answers belong to every compaction.
 """
@@ -32,6 +34,7 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 import attrs
@@ -49,6 +52,7 @@ from pi_sessiond.service.draftstore import StoredDraft
 from pi_sessiond.service.models import context_window
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.guard import ChangedUnderneathError
 from pi_sessiond.store.layout import now_iso
 from pi_sessiond.store.projection import Projection
 
@@ -137,21 +141,14 @@ async def reuse(core: Core, opened: OpenSession, reason: Reason, report: Report)
     return drafts.written(core, opened, stored, entry, reason)
 
 
-async def for_pi(core: Core, opened: OpenSession, pi_cut: str, report: Report) -> StoredDraft | None:
-    """At a live Pi's threshold or overflow (its ``pi/summarize`` with its preparation): the kept draft, as
-    at our own threshold (at once when enough, else updated from where it was), when Pi's cut ``pi_cut``
-    and the draft's are on the session's path and the draft's is not after Pi's (it summarizes a prefix
-    of what Pi would); ``None``: summarize Pi's preparation. Pi writes the draft with its own cut."""
-    if core.hooks.declared("beforeCompact") or core.hooks.declared("reviewSummary"):
+async def for_threshold(core: Core, opened: OpenSession, reason: Reason, report: Report) -> StoredDraft | None:
+    """``pi/summarize`` at Pi's threshold or overflow (the Pi extension): the kept draft that holds and is
+    enough, else its update; ``None`` for ``manual``. Its ``firstKeptEntryId`` (not Pi's) is what to write."""
+    if reason == "manual":
         return None
-    ids = [e.id for e in opened.session.path_to()]
-    if pi_cut not in ids or _holding(opened, core.drafts.drafts(opened.key)) is None:
-        return None
-    stored = await _for_threshold(core, opened, report)
-    cut = stored.draft.first_kept_entry_id if stored is not None else None
-    if cut is None or cut not in ids or ids.index(cut) > ids.index(pi_cut):
-        return None
-    return stored
+    with contextlib.suppress(ChangedUnderneathError):
+        opened.session.refresh()  # what Pi wrote since the last fold-in
+    return await _for_threshold(core, opened, report)
 
 
 async def _same_range(core: Core, opened: OpenSession) -> StoredDraft | None:
