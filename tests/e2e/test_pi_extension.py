@@ -472,25 +472,31 @@ async def test_pi_gets_the_background_draft_at_its_threshold_without_a_model_req
 ) -> None:
     """``compaction.prepareAt`` through a live Pi: the daemon drafts the compaction in the background
     while Pi runs (it follows Pi's appends); when Pi reaches its threshold, ``session_before_compact``
-    gets that draft from ``pi/summarize``, so no summary request reaches the model from the moment Pi
-    starts compacting, and Pi writes the draft (``fromHook``) with the draft's cut."""
-    rpc, loopback = start_pi(prepare_at=0.3)
+    gets that draft from ``pi/summarize`` (waiting for it if it is still being made) instead of a new
+    summary of Pi's preparation, and Pi writes it (``fromHook``) with the draft's cut.
+
+    With ``prepareAt`` 0.9 exactly one of Pi's turns ends in (0.9 × threshold, threshold] (the turns
+    grow the context by about 290 tokens): the one before the crossing. So the draft is made once,
+    at that turn's boundary, and its cut is in that turn; a summary of Pi's own preparation at the
+    crossing would be a second request, and cut in the crossing turn.
+    """
+    rpc, loopback = start_pi(prepare_at=0.9)
     path = session_of(rpc)
     for n in range(10):
         rpc.prompt(f"Message {n}: {PROMPT}")
         if rpc.seen("compaction_start"):
             break
-        await settle(lambda: all(r.completed for r in summary_requests(loopback)), timeout=DEADLINE,
-                     what="the daemon's background draft")  # Pi's next turn starts after it
     [start] = rpc.seen("compaction_start")
     [end] = rpc.seen("compaction_end")  # before agent_settled, which the prompt waited for
     assert start["reason"] == "threshold" and end["reason"] == "threshold" and not end.get("errorMessage"), end
-    drafted = summary_requests(loopback)
-    assert drafted, "the daemon made no draft while Pi ran"
-    assert [r for r in drafted if r.received_at >= start["_seenAt"]] == []  # none from the threshold on
-    [compaction] = [e for e in lines(path) if e["type"] == "compaction"]
+    [drafted] = summary_requests(loopback)  # the background draft, and no other summary request
+    assert "<previous-summary>" not in first_user_text(drafted.body)
+    written = lines(path)
+    [compaction] = [e for e in written if e["type"] == "compaction"]
     assert compaction["fromHook"] is True and LOOPBACK_MARK in compaction["summary"]  # the daemon's model draft
-    ids = [e["id"] for e in lines(path)]
-    assert ids.index(compaction["firstKeptEntryId"]) < ids.index(compaction["id"])
     assert end["result"]["summary"] == compaction["summary"]
+    users = [e["id"] for e in written if e.get("message", {}).get("role") == "user"]
+    ids = [e["id"] for e in written]
+    cut = ids.index(compaction["firstKeptEntryId"])
+    assert ids.index(users[-2]) <= cut < ids.index(users[-1])  # the draft's cut: the turn before the crossing
     assert not notices(rpc)  # no fallback to Pi's own summarizer
