@@ -109,9 +109,7 @@ class PiRpc:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             if line.strip():
-                record = json.loads(line)
-                record["_seenAt"] = time.monotonic()  # when the test saw it (the loopback's clock)
-                self._queue.put(record)
+                self._queue.put(json.loads(line))
 
     def send(self, command: dict[str, Any]) -> str:
         self._ids += 1
