@@ -101,9 +101,7 @@ async def test_the_threshold_commits_the_prepared_draft_at_once(daemons: Daemons
 async def test_a_draft_that_is_no_longer_enough_is_updated_from_where_it_was(daemons: Daemons,
                                                                             tmp_path: Path) -> None:
     path = generated(tmp_path / "s.jsonl", entries=150, seed=7)
-    first_user = next(e["message"]["content"] for e in read_lines(path)
-                      if e["type"] == "message" and e["message"]["role"] == "user")
-    first_text = first_user if isinstance(first_user, str) else first_user[0]["text"]
+    start_text = first_text(path)
     async with LoopbackProvider() as loopback:
         loopback.set_default(Fault("ok"))
         client, sid = await start(daemons, loopback, path)
@@ -111,7 +109,7 @@ async def test_a_draft_that_is_no_longer_enough_is_updated_from_where_it_was(dae
             user_msg("next task"), assistant_msg("past prepareAt", input_tokens=9000)]})
         asked = await prepared(client, loopback)
         draft = await call(client, "pi/compact", {"sessionId": sid, "draft": True})
-        assert first_text[:60] in first_user_text(loopback.requests[0].body)  # the draft summarized the start
+        assert start_text[:60] in first_user_text(loopback.requests[0].body)  # the draft summarized the start
 
         await call(client, "pi/append", {"sessionId": sid, "entries": [
             *turns(6), assistant_msg("far over the threshold", input_tokens=30000)]})
@@ -122,7 +120,7 @@ async def test_a_draft_that_is_no_longer_enough_is_updated_from_where_it_was(dae
     conversation = prompt.split("<conversation>")[1].split("</conversation>")[0]
     previous = prompt.split("<previous-summary>")[1].split("</previous-summary>")[0]
     assert previous.strip() == draft["summary"].strip()  # the draft is the previous summary
-    assert first_text[:60] not in conversation and "turn 0: lorem" in conversation  # only the new range
+    assert start_text[:60] not in conversation and "turn 0: lorem" in conversation  # only the new range
     entry = compacted["entry"]
     assert entry["firstKeptEntryId"] != draft["firstKeptEntryId"] and read_lines(path)[-1] == entry
     assert sum(e["type"] == "compaction" for e in read_lines(path)) == 1  # one entry covers both ranges
@@ -169,12 +167,25 @@ async def test_a_live_pis_appends_prepare_the_draft_its_summarize_reuses(daemons
 
             pi_appends(path, [*turns(2), user_msg("over"), assistant_msg("Pi's threshold", input_tokens=17000)])
             preparation = cli_json("compact", str(path), "--dry-run", "--json", "--keep-recent-tokens", "1000")
-            again = await call(client, "pi/summarize", {"sessionId": sid, "reason": "threshold",
-                                                        "preparation": preparation})
-            assert len(loopback.requests) == asked and again["draftId"] == draft["draftId"]
+            again = await call(client, "pi/summarize", {"sessionId": sid, "reason": "threshold"})
+            assert len(loopback.requests) == asked and again["draftId"] == draft["draftId"]  # still enough
             assert again["firstKeptEntryId"] == draft["firstKeptEntryId"] != preparation["firstKeptEntryId"]
+            pis = await call(client, "pi/summarize", {"sessionId": sid, "reason": "threshold",
+                                                      "preparation": preparation})
+            assert pis["firstKeptEntryId"] == preparation["firstKeptEntryId"]  # exactly Pi's range
+            prompt = first_user_text(loopback.requests[asked].body)  # only what the draft does not cover
+            assert prompt.split("<previous-summary>")[1].split("</previous-summary>")[0].strip() == draft["summary"]
+            conversation = prompt.split("<conversation>")[1].split("</conversation>")[0]
+            assert "pi's turn" in conversation and first_text(path)[:60] not in conversation
         finally:
             release(child)
+
+
+def first_text(path: Path) -> str:
+    """The text of the session's first user message."""
+    content = next(e["message"]["content"] for e in read_lines(path)
+                   if e["type"] == "message" and e["message"]["role"] == "user")
+    return content if isinstance(content, str) else str(content[0]["text"])
 
 
 def pi_appends(path: Path, rows: list[dict[str, Any]]) -> None:

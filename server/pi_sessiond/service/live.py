@@ -11,10 +11,13 @@ Contracts:
 - The summarizer, its settings, retries and output limits are the session's
   (as ``pi/compact`` uses them); the work is a job of the session (``busy``
   beside another one), with a progress bar when a ``workDoneToken`` is given.
-- With reason ``threshold`` or ``overflow``, a draft prepared in the background
-  (``compaction.prepareAt``) that still holds and is enough is the answer, with
-  its own ``firstKeptEntryId``, which may be older than the preparation's: the
-  caller writes the DRAFT's ``firstKeptEntryId``, ``tokensBefore`` and ``details``.
+- Without ``preparation``, with reason ``threshold`` or ``overflow``, a draft
+  prepared in the background (``compaction.prepareAt``) that still holds and is
+  enough is the answer, with its own (possibly older) ``firstKeptEntryId``: the
+  caller writes the DRAFT's ``firstKeptEntryId``, ``tokensBefore`` and
+  ``details``. With ``preparation`` the answer always summarizes exactly that
+  range (a kept draft of that very range is reused), so the caller may write the
+  preparation's ``firstKeptEntryId``.
 - Every DRAFT is kept in the daemon's draft store (``service.drafts``) until
   its ``expiresAt``; one of the daemon's own preparation of the leaf can be
   written with ``pi/commitDraft``, the others (Pi's preparation, a branch)
@@ -78,13 +81,15 @@ async def _draft(core: Core, opened: OpenSession, params: SummarizeParams, repor
 async def _compaction_draft(core: Core, opened: OpenSession, params: SummarizeParams, report: Report) -> Draft:
     """Pi's preparation summarized (kept, not committable: Pi writes it), else the leaf's (committable);
     at a threshold or overflow the prepared draft when it does the job (``service.preparing``)."""
-    if params.custom_instructions is None:
+    if params.custom_instructions is None and params.preparation is None:
         prepared = await preparing.for_threshold(core, opened, params.reason, report)
         if prepared is not None:
             return prepared.draft
     if params.preparation is None:
         return await drafts.leaf_draft(core, opened, params.custom_instructions, report)
     prep = from_hook_preparation(params.preparation, core.compaction_settings(opened))
+    if params.custom_instructions is None:
+        prep = preparing.narrowed(core, opened, prep) or prep  # only what a kept draft does not cover
     stored = await drafts.summarized(core, opened, prep, params.custom_instructions, report, leaf_id=None,
                                      committable=False)
     return stored.draft

@@ -22,11 +22,13 @@ Contracts:
   without instructions writes a kept draft of exactly the range it would
   compact. When the threshold is crossed while the background draft runs, that
   job goes on to compact as soon as the draft is ready.
-- ``pi/summarize`` with reason ``threshold`` or ``overflow`` (a live Pi's
-  ``session_before_compact``) answers by the same rule (:func:`for_threshold`):
-  the kept draft, or its update, whose own ``firstKeptEntryId`` is then the one
-  to write (it may be older than that of Pi's preparation); else the range of
-  Pi's preparation is summarized (reusing a kept draft of exactly that range).
+- ``pi/summarize`` without a preparation, with reason ``threshold`` or
+  ``overflow`` (a live Pi's ``session_before_compact``), answers by the same
+  rule (:func:`for_threshold`): the kept draft, or its update, whose own
+  ``firstKeptEntryId`` is then the one to write. With Pi's preparation, exactly
+  its range is summarized: a kept draft of that very range is the answer, and
+  one that covers its first part exactly is its previous summary, so only the
+  rest is summarized (:func:`narrowed`).
 - Nothing is reused when the client declared the ``beforeCompact`` or
   ``reviewSummary`` hook: their answers belong to every compaction.
 """
@@ -142,13 +144,30 @@ async def reuse(core: Core, opened: OpenSession, reason: Reason, report: Report)
 
 
 async def for_threshold(core: Core, opened: OpenSession, reason: Reason, report: Report) -> StoredDraft | None:
-    """``pi/summarize`` at Pi's threshold or overflow (the Pi extension): the kept draft that holds and is
-    enough, else its update; ``None`` for ``manual``. Its ``firstKeptEntryId`` (not Pi's) is what to write."""
+    """``pi/summarize`` (no preparation) at Pi's threshold or overflow: the kept draft that holds and is
+    enough, else its update; ``None`` for ``manual``. Its ``firstKeptEntryId`` is what to write."""
     if reason == "manual":
         return None
     with contextlib.suppress(ChangedUnderneathError):
         opened.session.refresh()  # what Pi wrote since the last fold-in
     return await _for_threshold(core, opened, report)
+
+
+def narrowed(core: Core, opened: OpenSession, given: CompactionPreparation) -> CompactionPreparation | None:
+    """Pi's preparation ``given`` with a kept draft that holds as its previous summary and only the messages
+    after the draft's range to summarize (the same ``firstKeptEntryId`` is written); ``None`` when no kept
+    draft starts where ``given`` starts and covers a first part of it exactly."""
+    base = _holding(opened, core.drafts.drafts(opened.key))
+    if base is None or base.prep is None or base.prep.previous_summary != given.previous_summary:
+        return None
+    covered = (*base.prep.messages_to_summarize, *base.prep.turn_prefix_messages)
+    history = given.messages_to_summarize
+    if not covered or len(covered) > len(history) or tuple(history[:len(covered)]) != covered:
+        return None
+    if len(covered) == len(history) and not given.turn_prefix_messages:
+        return None  # the same range: the kept draft itself is the answer
+    return attrs.evolve(given, messages_to_summarize=tuple(history[len(covered):]),
+                        previous_summary=base.draft.summary)
 
 
 async def _same_range(core: Core, opened: OpenSession) -> StoredDraft | None:
