@@ -29,9 +29,11 @@ export class DaemonLink {
   /**
    * A DRAFT of Pi's compaction `event` of `sessionFile`, as the `compaction` Pi should write. The daemon
    * first folds in what Pi wrote since its last look (the masking edits of this turn boundary among them),
-   * so its size checks measure the context Pi has. At Pi's threshold the answer may be the daemon's
-   * background draft (`compaction.prepareAt`), whose cut may be before Pi's: it must be on Pi's
-   * `branch` (entry ids, root first) no later than Pi's cut, else this rejects.
+   * so it measures the context Pi has. At Pi's threshold or overflow (no instructions, not forwarded)
+   * with `compaction.prepareAt` set, the daemon is asked without Pi's preparation, so that its
+   * background draft can be the answer at once, with its own cut; that cut is used when it is on
+   * Pi's `branch` (entry ids, root first) no later than Pi's cut, else Pi's preparation is
+   * summarized as it is.
    */
   async compaction(
     sessionFile: string,
@@ -40,37 +42,38 @@ export class DaemonLink {
     forRequest?: string,
   ): Promise<CompactionResult> {
     const prep = event.preparation;
-    const modified = new Set([...prep.fileOps.edited, ...prep.fileOps.written]);
-    const preparation = {
-      firstKeptEntryId: prep.firstKeptEntryId,
-      isSplitTurn: prep.isSplitTurn,
-      tokensBefore: prep.tokensBefore,
-      messagesToSummarize: prep.messagesToSummarize,
-      turnPrefixMessages: prep.turnPrefixMessages,
-      previousSummary: prep.previousSummary ?? null,
-      readFiles: [...prep.fileOps.read].filter((f) => !modified.has(f)).sort(),
-      modifiedFiles: [...modified].sort(),
-    };
-    const params = {
+    const base = {
       path: sessionFile,
-      preparation,
       reason: event.reason,
       customInstructions: event.customInstructions ?? null,
       ...(forRequest ? { forRequest } : {}),
     };
-    await this.call("pi/openSession", { path: sessionFile }, event.signal); // folds in Pi's newest lines
-    const draft = (await this.call("pi/summarize", params, event.signal)) as Draft;
-    const cut = draft.firstKeptEntryId ?? prep.firstKeptEntryId;
-    if (!notAfter(branch, cut, prep.firstKeptEntryId)) {
-      throw new Error(`the daemon's draft keeps entries from ${cut}, which is not on Pi's branch before its own cut`);
+    // Opening folds in Pi's newest lines.
+    const opened = (await this.call("pi/openSession", { path: sessionFile }, event.signal)) as { sessionId: string };
+    let draft: Draft | undefined;
+    const automatic = event.reason !== "manual" && !event.customInstructions && !forRequest;
+    if (automatic && (await this.prepares(opened.sessionId, event.signal))) {
+      const prepared = (await this.call("pi/summarize", base, event.signal)) as Draft;
+      if (prepared.firstKeptEntryId && notAfter(branch, prepared.firstKeptEntryId, prep.firstKeptEntryId)) {
+        draft = prepared;
+      }
     }
+    draft ??= (await this.call("pi/summarize", { ...base, preparation: wirePreparation(prep) }, event.signal)) as Draft;
     return {
       summary: draft.summary,
-      firstKeptEntryId: cut,
+      firstKeptEntryId: draft.firstKeptEntryId ?? prep.firstKeptEntryId,
       tokensBefore: prep.tokensBefore,
       details: draft.details,
       ...(draft.usage ? { usage: draft.usage } : {}),
     };
+  }
+
+  /** Whether the daemon drafts compactions of the session in the background (`compaction.prepareAt`). */
+  private async prepares(sessionId: string, signal: AbortSignal): Promise<boolean> {
+    const answer = (await this.call("pi/getSettings", { sessionId }, signal)) as {
+      settings?: { compaction?: { prepareAt?: number | null } };
+    };
+    return typeof answer.settings?.compaction?.prepareAt === "number";
   }
 
   /** A DRAFT branch summary of Pi's tree `prep` of `sessionFile`. */
@@ -159,6 +162,21 @@ export class DaemonLink {
     this.child = child;
     return new ChildDuplex(child);
   }
+}
+
+/** Pi's compaction preparation in the `pi/beforeCompact` shape `pi/summarize` takes. */
+function wirePreparation(prep: BeforeCompactEvent["preparation"]): Json {
+  const modified = new Set([...prep.fileOps.edited, ...prep.fileOps.written]);
+  return {
+    firstKeptEntryId: prep.firstKeptEntryId,
+    isSplitTurn: prep.isSplitTurn,
+    tokensBefore: prep.tokensBefore,
+    messagesToSummarize: prep.messagesToSummarize,
+    turnPrefixMessages: prep.turnPrefixMessages,
+    previousSummary: prep.previousSummary ?? null,
+    readFiles: [...prep.fileOps.read].filter((f) => !modified.has(f)).sort(),
+    modifiedFiles: [...modified].sort(),
+  };
 }
 
 /** Whether `cut` is on `branch` (ids, root first) and not after `piCut`. */
