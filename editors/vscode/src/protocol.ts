@@ -366,6 +366,7 @@ export interface MaskParams {
   sessionId: string;
   entryIds?: string[] | null;
   dryRun?: boolean;
+  reason?: "threshold" | null;
   force?: boolean;
   [key: string]: unknown;
 }
