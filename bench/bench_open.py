@@ -17,6 +17,12 @@ file is 1,660 messages). Every measurement is a fresh process:
 
 Peak memory is each process's ``ru_maxrss`` (``os.wait4``; for ours the daemon,
 not the client). Goals (issue 12): ours <= 0.1x Pi in time, peak RSS <= Pi's.
+
+``--phases`` also times, in fresh processes of their own (``--phases-worker``),
+where our open + first context goes, step by step in-process: reading the file,
+the regex rows (``store/scan.Lines``), the rest of the scan (columns, the lines
+the per-line reader reads, the table), the tree, the first context's path index
+(id -> position dict, runs), the projection, and encoding the reply.
 """
 
 from __future__ import annotations
@@ -67,6 +73,58 @@ def ours(path: Path) -> dict[str, Any]:
             "open_context_ms": (t_context - t) * 1e3, "max_rss_mb": usage.ru_maxrss / 1024}
 
 
+def phases_worker(path: Path) -> None:
+    """One fresh process: the steps of open + first context in-process, one JSON line (ms)."""
+    from pi_protocol.converter import unstructure
+    from pi_protocol.session import ContextResult
+    from pi_sessiond.rpc.offload import encode
+    from pi_sessiond.store import scan
+    from pi_sessiond.store.files import gc_paused
+    from pi_sessiond.store.session import Session
+    from pi_sessiond.store.tree import SessionTree
+
+    out: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        out[name] = (now - clock) * 1e3
+        clock = now
+
+    with gc_paused():
+        buf = path.read_bytes()
+        lap("read")
+        scan.Lines(buf, buf.find(b"\n"))
+        lap("regex rows")
+        result = scan.scan_session_bytes(buf)
+        assert result is not None
+        out["rest of the scan"] = (time.perf_counter() - clock) * 1e3 - out["regex rows"]
+        lap("_")
+        tree = SessionTree(result.entries)
+        lap("tree")
+    session = Session(result.header or {}, tree, None)
+    session.entries.path_positions(session.leaf_id)
+    lap("path index")
+    context = session.context()
+    lap("projection")
+    encode(unstructure(ContextResult(messages=list(context.messages), thinking_level=context.thinking_level,
+                                     model=context.model, tokens=0)))
+    lap("encode")
+    del out["_"]
+    print(json.dumps(out))
+
+
+def phases(path: Path, repeat: int) -> dict[str, float]:
+    """Medians of ``repeat`` fresh :func:`phases_worker` processes."""
+    runs = []
+    for _ in range(repeat):
+        done = subprocess.run([sys.executable, __file__, "--phases-worker", str(path)], capture_output=True,
+                              text=True, check=True, cwd=ROOT)
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
 def pi(path: Path) -> dict[str, Any]:
     proc = subprocess.Popen(["node", str(PI_SCRIPT), str(path)], stdout=subprocess.PIPE, cwd=ROOT)
     assert proc.stdout is not None
@@ -84,7 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--entries", type=int, default=100_000, help="entries of the long file (default 100000)")
     parser.add_argument("--repeat", type=int, default=3, help="fresh process pairs; medians (default 3)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the results as JSON")
+    parser.add_argument("--phases", action="store_true", help="also time our steps in-process (fresh processes)")
+    parser.add_argument("--phases-worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.phases_worker:
+        phases_worker(args.phases_worker)
+        return 0
     if not (PI_PACKAGE / "package.json").exists():
         parser.error("needs Pi: run `npm ci --prefix tests/parity` first")
     path = build_file("long", args.entries)
@@ -109,10 +172,15 @@ def main(argv: list[str] | None = None) -> int:
         a, b = med["ours"][key], med["pi"][key]
         print(f"| {label} | {fmt(a)} | {fmt(b)} | {a / b:.2f} | {GOALS.get(key, '')} |")
     print(f"# context messages: ours {med['ours']['contextMessages']:.0f}, Pi {med['pi']['contextMessages']:.0f}")
+    steps = phases(path, args.repeat) if args.phases else {}
+    if steps:
+        print("| our step, in-process (ms) | " + " | ".join(steps) + " | sum |")
+        print("|---" * (len(steps) + 2) + "|")
+        print("| median | " + " | ".join(fmt(v) for v in steps.values()) + f" | {fmt(sum(steps.values()))} |")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"command": command, "load": load, "runs": runs, "medians": med},
-                                        indent=2) + "\n")
+        args.json.write_text(json.dumps({"command": command, "load": load, "runs": runs, "medians": med,
+                                         "phases": steps}, indent=2) + "\n")
     return 0
 
 

@@ -12,7 +12,10 @@ settings, timing the path lookup and the prepare call apart. The first call is
 reported on its own (ours parses message bodies lazily, so our first call
 includes that JSON parsing); the other calls give a median. With ``--repeat N``
 each pair of processes runs N times and every number is the median over the
-processes. Metrics: see bench/README.md.
+processes. Between two calls both sides append one user message (``APPENDED``,
+untimed) under the leaf, so every later call prepares a path it has not seen:
+a cache of an unchanged input cannot pass the goal, only work kept up to date
+per append can. Metrics: see bench/README.md.
 """
 
 from __future__ import annotations
@@ -42,11 +45,13 @@ SETTINGS = {"enabled": True, "reserveTokens": 16384, "keepRecentTokens": 20000}
 METRICS = (
     ("path_ms", "path lookup, median", "ms"),
     ("prepare_first_ms", "prepare, first call", "ms"),
-    ("prepare_ms", "prepare, median of later calls", "ms"),
+    ("prepare_ms", "prepare after an append, median", "ms"),
     ("prepare_serialize_first_ms", "prepare + serialize, first call", "ms"),
-    ("prepare_serialize_ms", "prepare + serialize, median", "ms"),
+    ("prepare_serialize_ms", "prepare + serialize after an append, median", "ms"),
 )
 TARGETS = {"linear": 0.2, "long": 0.05}  # ours/Pi for the prepare rows
+# Appended between two calls on both sides (pi_prepare_bench.mjs appends the same message).
+APPENDED = {"role": "user", "content": "Go on with the next step and keep the tests green.", "timestamp": 0}
 # What both sides must agree on, so that they did the same work.
 CHECKED = ("firstKeptEntryId", "messagesToSummarize", "turnPrefixMessages", "isSplitTurn", "tokensBefore",
            "serializedSha1")
@@ -66,6 +71,7 @@ def worker(path: Path, calls: int) -> None:
     t = time.perf_counter()
     session = Session.open(path)
     open_ms = (time.perf_counter() - t) * 1e3
+    session.path = None  # in-memory only: the appends between calls write nothing
 
     path_ms: list[float] = []
     prepare_ms: list[float] = []
@@ -73,12 +79,14 @@ def worker(path: Path, calls: int) -> None:
     prep = None
     text: str | None = None
     path_length = 0
-    for _ in range(calls):
+    for call in range(calls):
+        if call:  # a new message under the leaf before every later call (untimed)
+            session.append([{"type": "message", "message": dict(APPENDED)}])
         t0 = time.perf_counter()
         entries = session.path_to()
         t1 = time.perf_counter()
-        # As the daemon runs it: tokensBefore from the session's incrementally kept
-        # context (built on the first call, then kept up to date by appends).
+        # As the daemon runs it: on the session's incrementally kept projection
+        # (built on the first call, then kept up to date by appends).
         prep = prepare_compaction(entries, settings, session.projection())
         t2 = time.perf_counter()
         text = serialize_conversation(convert_to_llm(prep.messages_to_summarize)) if prep else None

@@ -7,7 +7,8 @@
 //   path        path = sm.getBranch()
 //   prepare     prepareCompaction(path, settings)
 //   serialize   serializeConversation(convertToLlm(prep.messagesToSummarize))
-// each timed on its own.
+// each timed on its own; before every call but the first, one user message is appended
+// under the leaf (sm.appendMessage, untimed; the same message as bench_prepare.py APPENDED).
 // with settings = {enabled: true, reserveTokens: 16384, keepRecentTokens: 20000}.
 // Prints one JSON line: every call's times (ms), the first call, the median of the
 // other calls, and what the driver checks against our side (first kept id, counts,
@@ -28,6 +29,7 @@ if (!file) {
 }
 const calls = Math.max(2, Number(callsArg ?? 5));
 const settings = { enabled: true, reserveTokens: 16384, keepRecentTokens: 20000 };
+const appended = { role: "user", content: "Go on with the next step and keep the tests green.", timestamp: 0 };
 
 const here = dirname(fileURLToPath(import.meta.url));
 const dist = join(here, "..", "tests", "parity", "node_modules", "@earendil-works",
@@ -59,6 +61,7 @@ try {
   const branchMs = [], prepareMs = [], serializeMs = [];
   let prep, text, pathLength = 0;
   for (let i = 0; i < calls; i++) {
+    if (i > 0) sm.appendMessage({ ...appended });  // a new message before every later call (untimed)
     t = performance.now();
     const path = sm.getBranch();
     const t1 = performance.now();

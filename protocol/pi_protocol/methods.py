@@ -181,7 +181,9 @@ METHODS: Final = (
                "Label an entry (`null` clears) with a label entry under the leaf.", errors=_WRITE),
     MethodSpec(MASK, MaskParams, MaskResult, "mask",
                "Replace bulky old tool results in the context by short placeholders (`context_edit` entries; "
-               "the originals stay in the file).", errors=_EDIT),
+               "the originals stay in the file). `reason: \"threshold\"`: only when `compaction.masking.enabled` "
+               "and the context is past the threshold (the Pi extension asks it with `dryRun` at Pi's turn "
+               "boundary and Pi writes the edits).", errors=_EDIT),
     MethodSpec(UNMASK, UnmaskParams, MaskResult, "unmask",
                "Restore masked tool results (edits carrying the original content).", errors=_EDIT),
     MethodSpec(UNDO, UndoParams, UndoResult, "undo",

@@ -6,7 +6,7 @@ wrong type or a missing required field is an ``-32602`` naming the field.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -90,11 +90,19 @@ class SetLabelParams:
 
 @attrs.define(kw_only=True)
 class MaskParams:
-    """``pi/mask``: without ``entry_ids``, what ``compaction.masking`` picks (its ``enabled`` aside)."""
+    """``pi/mask``: without ``entry_ids``, what ``compaction.masking`` picks (its ``enabled`` aside).
+
+    ``reason: "threshold"`` (absent: on demand) asks for the masking tier as it runs before a threshold
+    compaction (the Pi extension asks it at Pi's turn boundary, with ``dry_run``):
+    no edits unless ``compaction.enabled`` and ``compaction.masking.enabled`` and
+    the leaf's context is past the threshold (window − ``reserveTokens``); not
+    with ``entry_ids``.
+    """
 
     session_id: str
     entry_ids: list[str] | None = None
     dry_run: bool = False
+    reason: Literal["threshold"] | None = None
     force: bool = False
     extra: JsonDict = extra_field()
 

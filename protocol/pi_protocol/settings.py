@@ -96,6 +96,10 @@ class CompactionSettings:
     per-field values, resolved for the session's model by
     ``pi_sessiond.settings.compaction_for`` (a map of sections: each entry is
     checked field by field, so an invalid field falls back alone).
+    ``prepare_at`` (``null``: off): once the context passes that fraction of the
+    threshold (``contextWindow - reserveTokens``), a compaction draft is made in
+    the background, and committed when the threshold is reached (a value of 1
+    or more never prepares early).
     """
 
     enabled: bool = setting(True)
@@ -103,6 +107,7 @@ class CompactionSettings:
     keep_recent_tokens: int = setting(20000, minimum=0)
     model_overrides: dict[str, ModelOverride] = attrs.field(factory=dict)
     masking: MaskingSettings = section(MaskingSettings)
+    prepare_at: float | None = setting(None, above=0)
 
 
 @attrs.frozen(kw_only=True)

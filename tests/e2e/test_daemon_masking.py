@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+from pygls.exceptions import JsonRpcException
 from tests.e2e.daemon_client import (
     Daemons,
     assistant_msg,
@@ -78,3 +80,24 @@ async def test_a_manual_compaction_never_masks(daemons: Daemons, tmp_path: Path)
     result = await call(client, "pi/compact", {"sessionId": sid})
     assert result["outcome"] == "compacted" and result["masked"] == []
     assert not any(e["type"] == "context_edit" for e in read_lines(path))
+
+
+async def test_threshold_masking_is_asked_for_only_past_the_threshold(daemons: Daemons, tmp_path: Path) -> None:
+    """``reason: "threshold"`` (the Pi extension's question at Pi's turn boundary): edits only past it."""
+    client, sid, path, dry = await open_masking(daemons, tmp_path)
+    lines = read_lines(path)
+    asked = {"sessionId": sid, "dryRun": True, "reason": "threshold"}
+    tokens = dry["tokensBefore"]
+    for window, due in ((tokens + RESERVE, False), (tokens + RESERVE - 1, True)):  # strictly above window - reserve
+        await call(client, "pi/updateSettings", {"sessionId": sid, "settings": {"contextWindow": window}})
+        answer = await call(client, "pi/mask", asked)
+        assert answer["tokensBefore"] == tokens
+        assert answer["edits"] == (dry["edits"] if due else []), window
+        assert answer["tokensAfter"] == (dry["tokensAfter"] if due else tokens)
+    off = {"compaction": {"masking": {"enabled": False}}}
+    await call(client, "pi/updateSettings", {"sessionId": sid, "settings": off})
+    assert (await call(client, "pi/mask", asked))["edits"] == []  # masking off: never at the threshold
+    with pytest.raises(JsonRpcException) as refused:
+        await call(client, "pi/mask", {**asked, "entryIds": [dry["edits"][0]["targetId"]]})
+    assert refused.value.code == -32602
+    assert read_lines(path) == lines  # a dry run writes nothing

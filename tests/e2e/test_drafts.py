@@ -121,7 +121,7 @@ async def test_a_draft_whose_range_no_longer_holds_is_a_conflict(daemons: Daemon
     client = await daemons.start(SMALL_KEEP)
     sid = await open_session(client, path)
     draft = await call(client, "pi/compact", {"sessionId": sid, "draft": True})
-    await call(client, "pi/compact", {"sessionId": sid})  # another compaction was written since
+    await call(client, "pi/compact", {"sessionId": sid, "customInstructions": "x"})  # another one, written since
     written = path.read_bytes()
     refused = await rpc_error(call(client, "pi/commitDraft", {"sessionId": sid, "draftId": draft["draftId"]}))
     assert refused.data["reason"] == "conflict" and path.read_bytes() == written
@@ -176,3 +176,18 @@ async def test_a_session_held_by_a_live_pi_is_drafted_but_pi_writes_its_compacti
         assert path.read_bytes() == before
     finally:
         release(child)
+
+
+async def test_a_compaction_of_the_same_range_writes_the_kept_draft(daemons: Daemons, tmp_path: Path) -> None:
+    path = generated(tmp_path / "s.jsonl", entries=150, seed=7)
+    async with LoopbackProvider() as loopback:
+        loopback.set_default(Fault("ok"))
+        client = await daemons.start({**loopback_settings(loopback.base_url), **SMALL_KEEP})
+        sid = await open_session(client, path)
+        draft = await call(client, "pi/compact", {"sessionId": sid, "draft": True})
+        asked = len(loopback.requests)
+        result = await call(client, "pi/compact", {"sessionId": sid})
+        assert len(loopback.requests) == asked  # no second summary of the same range
+    assert result["entry"]["summary"] == draft["summary"] == read_lines(path)[-1]["summary"]
+    again = await rpc_error(call(client, "pi/commitDraft", {"sessionId": sid, "draftId": draft["draftId"]}))
+    assert again.data["draftState"] == "committed"

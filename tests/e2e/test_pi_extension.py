@@ -13,6 +13,11 @@ and its pid (reading still works); a ``pi/compact`` sent to a daemon for the
 live session is carried out by Pi; Pi's next message continues after that
 compaction (its context holds the summary); ``pi/navigateTree`` answers
 ``liveWriter`` with the command to type in Pi; killing Pi releases the lock.
+With ``compaction.masking`` enabled (and Pi's ``read`` tool), the masking tier
+runs through Pi: at the turn boundary that crosses the threshold Pi writes the
+daemon's ``context_edit`` placeholders itself, its threshold check then finds
+the context small enough (no compaction, no summary request), and its next
+request to the model is masked.
 Skipped (failed under CI) only when Node 24 or Pi 1.6.0 is missing.
 """
 
@@ -48,6 +53,7 @@ from tests.e2e.daemon_client import (  # noqa: F401 - daemons_fixture provides `
 )
 from tests.loopback_provider import LoopbackProvider, first_user_text
 
+from pi_sessiond.compaction.masking import MARKER
 from pi_sessiond.store import lockinfo
 from pi_sessiond.store.guard import LockedError
 from pi_sessiond.store.session import Session
@@ -147,11 +153,14 @@ Started = tuple[PiRpc, LoopbackProvider]
 
 @pytest.fixture
 def start_pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Started]]:
-    """``start_pi(command=…, summarizer=…, installed=…)``: Pi with the extension, its model on a loopback provider.
+    """``start_pi(command=…, summarizer=…, installed=…, tools=…, masking=…)``: Pi with the extension, its
+    model on a loopback provider.
 
     ``command`` is the extension's ``PI_SESSIOND_COMMAND`` (default: this interpreter's pi_sessiond);
     ``summarizer`` the daemons' ``summarizer`` settings (default: the offline one); ``installed`` loads
-    the extension from ``<agent dir>/extensions/`` (its ``package.json`` manifest) instead of ``-e``.
+    the extension from ``<agent dir>/extensions/`` (its ``package.json`` manifest) instead of ``-e``;
+    ``tools`` Pi's ``--tools`` (default ``--no-tools``); ``masking`` the daemons' ``compaction.masking``;
+    ``prepare_at`` their ``compaction.prepareAt``, and then their summarizer is the loopback model too.
     """
     node = node24()
     require(node is not None, "Node 24 is missing: run scripts/install-tools.sh node24")
@@ -162,7 +171,8 @@ def start_pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         loopback = stack.enter_context(LoopbackProvider())
 
         def start(command: list[str] | None = None, summarizer: dict[str, Any] | None = None,
-                  installed: bool = False) -> Started:
+                  installed: bool = False, tools: str | None = None,
+                  masking: dict[str, Any] | None = None, prepare_at: float | None = None) -> Started:
             agent, work = tmp_path / "agent", tmp_path / "work"
             agent.mkdir()
             work.mkdir()
@@ -175,13 +185,20 @@ def start_pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
                                                        "keepRecentTokens": 150}}
             if summarizer is not None:
                 settings["summarizer"] = summarizer
+            if masking is not None:
+                settings["compaction"]["masking"] = masking
+            if prepare_at is not None:  # the daemons draft in the background, with the loopback model
+                settings["compaction"]["prepareAt"] = prepare_at
+                settings["summarizer"] = {"provider": "openai", "baseUrl": loopback.base_url + "/v1",
+                                          "model": "loopm", "apiKeyEnv": "LOOPBACK_KEY"}
             (agent / "settings.json").write_text(json.dumps(settings))
             monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))  # the test's daemons read the same settings
             monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
             monkeypatch.setenv("LOOPBACK_KEY", "k")
             sessiond = command if command is not None else [sys.executable, "-m", "pi_sessiond"]
             env = {**os.environ, "PI_OFFLINE": "1", "PI_SESSIOND_COMMAND": json.dumps(sessiond)}
-            argv = [str(node), str(PI_CLI), "--mode", "rpc", "--provider", "loop", "--model", "loopm", "--no-tools"]
+            argv = [str(node), str(PI_CLI), "--mode", "rpc", "--provider", "loop", "--model", "loopm",
+                    *(["--tools", tools] if tools else ["--no-tools"])]
             if installed:  # as the README installs it: a folder in the agent dir, found by its package.json
                 (agent / "extensions").mkdir()
                 (agent / "extensions" / "pi-sessiond").symlink_to(EXTENSION, target_is_directory=True)
@@ -204,11 +221,14 @@ def start_pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 def compact_until_threshold(rpc: PiRpc) -> dict[str, Any]:
     """Prompt until Pi auto-compacts at its threshold (window 3000, reserve 1000); its ``compaction_end``."""
+    def ends() -> list[dict[str, Any]]:
+        return [r for r in rpc.seen("compaction_end") if r.get("reason") == "threshold"]
+
     for n in range(10):
         rpc.prompt(f"Message {n}: {PROMPT}")
-        if rpc.seen("compaction_end"):
+        if ends():
             break
-    [end] = rpc.seen("compaction_end")[:1]
+    [end] = ends()[:1]
     return end
 
 
@@ -255,23 +275,18 @@ async def test_pi_with_the_extension_uses_the_daemon_and_carries_out_editors_com
 ) -> None:
     rpc, loopback = start_pi()
     path = session_of(rpc)
-    end = compact_until_threshold(rpc)
-    assert end["reason"] == "threshold" and not end.get("errorMessage"), end
+    for n in range(3):  # under the threshold (window 3000, reserve 1000)
+        rpc.prompt(f"Message {n}: {PROMPT}")
+    assert not rpc.seen("compaction_end")
     poll(lambda: path.is_file() and held_by_pi(path, rpc.process.pid), "Pi's lock body")
     body = lockinfo.read_body(lockinfo.lock_path(path))
     assert body is not None and body.socket == str(lockinfo.pi_socket_path(path))  # TS and Python agree
     assert Path(body.socket).is_socket() and Path(body.socket).stat().st_mode & 0o777 == 0o600
-    compactions = [e for e in lines(path) if e["type"] == "compaction"]
-    assert compactions and all(c["fromHook"] is True for c in compactions)  # the extension supplied them
-    assert LOOPBACK_MARK not in compactions[0]["summary"]  # the daemon's (offline) summarizer wrote it
-    assert pi_summary_requests(loopback) == []  # Pi's own summarizer never ran
-    assert not [r for r in rpc.records if r.get("method") == "notify"]  # no fallback warning
 
     refused = refused_writer(path)  # a second writer is refused, naming Pi
     assert refused.data["holder"]["program"] == "pi" and refused.data["holder"]["pid"] == rpc.process.pid
     assert f"pid {rpc.process.pid}" in refused.message
 
-    rpc.prompt(f"Now the lexer: {PROMPT}")  # the leaf is a message again: there is something to compact
     client = await daemons.start()
     sid = (await call(client, "pi/openSession", {"path": str(path)}))["sessionId"]
     live = await wait_event(client, "pi/sessionLive", timeout=DEADLINE)
@@ -282,10 +297,10 @@ async def test_pi_with_the_extension_uses_the_daemon_and_carries_out_editors_com
     written = lines(path)
     assert len(written) == before + 1 and written[-1] == result["entry"]  # Pi wrote it: one entry
     assert result["entry"]["type"] == "compaction" and result["entry"]["fromHook"] is True
-    assert LOOPBACK_MARK not in result["entry"]["summary"]
+    assert LOOPBACK_MARK not in result["entry"]["summary"]  # the daemon's (offline) summarizer wrote it
     assert 0 < result["estimatedTokensAfter"] < result["tokensBefore"]
     assert progress_kinds(client, "fwd")[0] == "Begin" and progress_kinds(client, "fwd")[-1] == "End"
-    assert pi_summary_requests(loopback) == []
+    assert pi_summary_requests(loopback) == []  # Pi's own summarizer never ran
     with pytest.raises(JsonRpcException) as moved:
         await call(client, "pi/navigateTree", {"sessionId": sid, "targetId": written[3]["id"]})
     assert moved.value.data["reason"] == "liveWriter" and moved.value.data["piCommand"].startswith("/tree")
@@ -305,6 +320,14 @@ async def test_pi_with_the_extension_uses_the_daemon_and_carries_out_editors_com
     assert result["entry"]["id"] in ancestors
     sent = json.dumps(loopback.requests[asked].body)
     assert result["entry"]["summary"].splitlines()[1][:40] in sent.replace("\\n", "\n")
+
+    end = compact_until_threshold(rpc)  # Pi's threshold compaction uses the daemon's summary too
+    assert end["reason"] == "threshold" and not end.get("errorMessage"), end
+    compactions = [e for e in lines(path) if e["type"] == "compaction"]
+    assert len(compactions) == 2 and all(c["fromHook"] is True for c in compactions)  # the extension's
+    assert LOOPBACK_MARK not in compactions[1]["summary"]
+    assert pi_summary_requests(loopback) == []
+    assert not notices(rpc)  # no fallback warning
 
     os.kill(rpc.process.pid, signal.SIGKILL)  # a killed Pi frees the lock
     rpc.process.wait(timeout=60)
@@ -384,3 +407,94 @@ async def test_cancelling_a_forwarded_compaction_cancels_it_in_pi(
     await settle(lambda: all(r.disconnected_at is not None for r in summary_sent()), timeout=DEADLINE,
                  what="the summary request to be dropped")
     assert path.read_bytes() == before  # nothing written
+
+
+README_LINE = "README line {n}: the parser keeps token t{n} of the original file in slot {n}."
+MASKING = {"enabled": True, "tools": ["read"], "minTokens": 200, "olderThanTokens": 300}
+
+
+def entry_types(path: Path) -> list[str]:
+    return [e["type"] for e in lines(path)]
+
+
+async def test_masking_at_the_threshold_is_written_by_pi_and_its_next_request_is_masked(
+    start_pi: Callable[..., Started], tmp_path: Path
+) -> None:
+    """``compaction.masking`` through a live Pi: at the turn boundary that crosses the threshold the
+    extension asks the daemon (``pi/mask {dryRun, reason: "threshold"}``), Pi writes the ``context_edit``
+    itself, its threshold check sees the masked context (no compaction, no model request for a summary),
+    and its next request carries the placeholder instead of the old tool output."""
+    rpc, loopback = start_pi(tools="read", masking=MASKING)
+    (tmp_path / "work" / "README.md").write_text("\n".join(README_LINE.format(n=n) for n in range(40)) + "\n")
+    loopback.script("tool_only")  # Pi's first request answers with a read of README.md
+    rpc.prompt("Read the README, please.")
+    path = session_of(rpc)
+    [result] = [e for e in lines(path) if e.get("message", {}).get("role") == "toolResult"]
+    assert result["message"]["toolName"] == "read" and "README line 39" in json.dumps(result)
+    assert "context_edit" not in entry_types(path)  # under the threshold: the daemon masks nothing
+    for n in range(10):
+        rpc.prompt(f"Message {n}: {PROMPT}")
+        if "context_edit" in entry_types(path) or rpc.seen("compaction_end"):
+            break
+    assert not rpc.seen("compaction_end"), "Pi compacted instead of masking"
+    written = lines(path)
+    [edit] = [e for e in written if e["type"] == "context_edit"]
+    assert edit["targetId"] == result["id"]
+    placeholder = edit["replacement"]["content"][0]["text"]
+    assert placeholder.startswith(MARKER) and result["id"] in placeholder and "README.md" in placeholder
+    assert held_by_pi(path, rpc.process.pid)  # Pi held the lock throughout: Pi wrote the edit
+    by_id = {e["id"]: e for e in written}
+    assert by_id[edit["parentId"]]["message"]["role"] == "assistant"  # on Pi's branch, at its turn boundary
+    assert "compaction" not in entry_types(path) and pi_summary_requests(loopback) == []
+
+    asked = len(loopback.requests)
+    rpc.prompt("And what does the README say?")
+    sent = json.dumps(loopback.requests[asked].body)
+    assert MARKER in sent and "README line 20:" not in sent  # Pi's next request is masked (head and tail kept)
+    assert [e["targetId"] for e in lines(path) if e["type"] == "context_edit"] == [result["id"]]  # masked once
+
+    end = compact_until_threshold(rpc)  # nothing left to mask: Pi compacts, with the daemon's summary
+    assert end["reason"] == "threshold" and not end.get("errorMessage"), end
+    [compaction] = [e for e in lines(path) if e["type"] == "compaction"][:1]
+    assert compaction["fromHook"] is True and LOOPBACK_MARK not in compaction["summary"]
+    assert pi_summary_requests(loopback) == []
+
+
+def summary_requests(loopback: LoopbackProvider) -> list[Any]:
+    """Summary requests to the loopback model (the daemon's and Pi's prompts both wrap the conversation)."""
+    return [r for r in loopback.requests if "<conversation>" in first_user_text(r.body)]
+
+
+async def test_pi_gets_the_background_draft_at_its_threshold_without_a_model_request_then(
+    start_pi: Callable[..., Started],
+) -> None:
+    """``compaction.prepareAt`` through a live Pi: the daemon drafts the compaction in the background
+    while Pi runs (it follows Pi's appends); when Pi reaches its threshold, ``session_before_compact``
+    gets that draft from ``pi/summarize`` (waiting for it if it is still being made) instead of a new
+    summary of Pi's preparation, and Pi writes it (``fromHook``) with the draft's cut.
+
+    With ``prepareAt`` 0.9 exactly one of Pi's turns ends in (0.9 × threshold, threshold] (the turns
+    grow the context by about 290 tokens): the one before the crossing. So the draft is made once,
+    at that turn's boundary, and its cut is in that turn; a summary of Pi's own preparation at the
+    crossing would be a second request, and cut in the crossing turn.
+    """
+    rpc, loopback = start_pi(prepare_at=0.9)
+    path = session_of(rpc)
+    for n in range(10):
+        rpc.prompt(f"Message {n}: {PROMPT}")
+        if rpc.seen("compaction_start"):
+            break
+    [start] = rpc.seen("compaction_start")
+    [end] = rpc.seen("compaction_end")  # before agent_settled, which the prompt waited for
+    assert start["reason"] == "threshold" and end["reason"] == "threshold" and not end.get("errorMessage"), end
+    [drafted] = summary_requests(loopback)  # the background draft, and no other summary request
+    assert "<previous-summary>" not in first_user_text(drafted.body)
+    written = lines(path)
+    [compaction] = [e for e in written if e["type"] == "compaction"]
+    assert compaction["fromHook"] is True and LOOPBACK_MARK in compaction["summary"]  # the daemon's model draft
+    assert end["result"]["summary"] == compaction["summary"]
+    users = [e["id"] for e in written if e.get("message", {}).get("role") == "user"]
+    ids = [e["id"] for e in written]
+    cut = ids.index(compaction["firstKeptEntryId"])
+    assert ids.index(users[-2]) <= cut < ids.index(users[-1])  # the draft's cut: the turn before the crossing
+    assert not notices(rpc)  # no fallback to Pi's own summarizer

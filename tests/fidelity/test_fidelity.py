@@ -31,8 +31,6 @@ from tests.fidelity.sessions import Planter
 from tests.fidelity.suite import Report, run
 from tests.loopback_provider import Fault, LoopbackProvider
 
-# Below 100% on the held-out list at the smoke size: cue recall (constraints), carried file lists and one error shape.
-NOT_YET = pytest.mark.xfail(strict=True, reason="not yet at 100% on the held-out list (issue 14)")
 UNIQUE = ("constraint", "lastRequest", "lastError", "identifier", "goal", "todo")
 
 
@@ -142,8 +140,7 @@ def test_every_request_wrote_an_entry_and_every_class_was_scored(name: str, requ
 
 
 @pytest.mark.parametrize("name", ["offline", "incomplete_model"])
-@pytest.mark.parametrize("cls", [pytest.param("modifiedFile", marks=NOT_YET), pytest.param("constraint", marks=NOT_YET),
-                                 "lastRequest", pytest.param("lastError", marks=NOT_YET)])
+@pytest.mark.parametrize("cls", ["modifiedFile", "constraint", "lastRequest", "lastError"])
 def test_target_classes_are_kept_at_100_percent(cls: str, name: str, request: pytest.FixtureRequest) -> None:
     report: Report = request.getfixturevalue(name)
     assert missed(report.hits, cls) == []

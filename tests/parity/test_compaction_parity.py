@@ -57,7 +57,9 @@ from pi_sessiond.pipeline.requests import compaction_requests
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.fork import fork_session
 from pi_sessiond.store.kinds import entry_messages
+from pi_sessiond.store.livecontext import LiveContext
 from pi_sessiond.store.session import Session
+from pi_sessiond.store.tree import SessionTree
 
 pytestmark = pytest.mark.parity
 Json = dict[str, Any]
@@ -500,3 +502,35 @@ def test_fork_as_pi_1_6_0(pi16: PiOracle, tmp_path: Path) -> None:
         reopened = Session.open(forked.path)
         assert all(e.parent_id is None or reopened.tree.get(e.parent_id) for e in reopened.entries), leaf
         assert as_json(list(reopened.context().messages)) == as_json(list(source.context(leaf).messages)), leaf
+
+
+def _replayed_preparations(file: Path, every: int, keeps: list[int]) -> Iterator[tuple[str, int, list[Entry],
+                                                                                      CompactionPreparation | None]]:
+    """Append the file's entries one by one to a live projection; every ``every`` entries, prepare on it."""
+    tree = SessionTree()
+    live = LiveContext(tree)
+    entries = Session.open(file).entries
+    for n, entry in enumerate(entries):
+        fresh = Entry.from_data(dict(entry.data))
+        tree.add(fresh)
+        live.on_append(fresh)
+        if n % every == 0 or n == len(entries) - 1:
+            for keep in keeps:
+                path = tree.path()
+                yield fresh.id, keep, path, prepare_compaction(path, CompactionSettings(keep_recent_tokens=keep),
+                                                               live.projection())
+
+
+def test_live_preparation_after_every_append_is_pi_16s(pi16: PiOracle, pi_written: Path, tally: Tally) -> None:
+    """The incremental preparation (the live projection's index, folded in per append) against Pi 1.6.0."""
+    for leaf, keep, path, prep in _replayed_preparations(pi_written, 1, [1, 3000, 20000]):
+        pi_result = pi16.call("prepare", file=str(pi_written), leafId=leaf, settings=settings_json(keep))
+        compare_preparation(pi_result, prep, path, True, tally)
+
+
+def test_live_preparation_of_a_generated_session_is_pi_16s(pi16: PiOracle, generated: dict[str, Path],
+                                                           tally: Tally) -> None:
+    file = generated["pi16-3"]
+    for leaf, keep, path, prep in _replayed_preparations(file, 60, [1000, 20000]):
+        pi_result = pi16.call("prepare", file=str(file), leafId=leaf, settings=settings_json(keep))
+        compare_preparation(pi_result, prep, path, True, tally)

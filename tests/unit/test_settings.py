@@ -23,7 +23,7 @@ from .service.fakes import make_daemon
 PROTOCOL_DEFAULTS = {
     "compaction": {"enabled": True, "reserveTokens": 16384, "keepRecentTokens": 20000, "modelOverrides": {},
                    "masking": {"enabled": False, "tools": ["read", "bash", "grep", "find", "ls"], "minTokens": 500,
-                               "olderThanTokens": 40000}},
+                               "olderThanTokens": 40000}, "prepareAt": None},
     "branchSummary": {"reserveTokens": 16384},
     "contextWindow": None,
     "models": {},
@@ -59,6 +59,8 @@ INVALID = [
     ({"compaction": {"modelOverrides": []}}, "compaction.modelOverrides", "expected an object, got array"),
     ({"compaction": {"masking": {"tools": "read"}}}, "compaction.masking.tools", "expected array"),
     ({"compaction": {"masking": {"minTokens": -1}}}, "compaction.masking.minTokens", ">= 0, got -1"),
+    ({"compaction": {"prepareAt": 0}}, "compaction.prepareAt", "> 0, got 0"),
+    ({"compaction": {"prepareAt": "80%"}}, "compaction.prepareAt", "got string"),
     ({"compaction": {"modelOverrides": {"a/b": 5}}}, "compaction.modelOverrides.a/b", "expected an object"),
     ({"compaction": {"modelOverrides": {"a/b": {"reserveTokens": -5}}}}, "compaction.modelOverrides.a/b.reserveTokens",
      ">= 0, got -5"),
@@ -90,7 +92,7 @@ def test_an_invalid_file_value_falls_back_to_the_lower_layer_and_is_listed(
 ) -> None:
     below = {"compaction": {"reserveTokens": 1000, "keepRecentTokens": 2000, "enabled": False,
                             "modelOverrides": {"a/b": {"reserveTokens": 7, "keepRecentTokens": 8}},
-                            "masking": {"tools": ["read"], "minTokens": 300}},
+                            "masking": {"tools": ["read"], "minTokens": 300}, "prepareAt": 0.8},
              "branchSummary": {"reserveTokens": 3000}, "tokenizer": "cl100k", "models": {"a/b": {"contextWindow": 9}},
              "daemon": {"fsync": "never", "hookTimeoutSeconds": 5, "maxMessageBytes": 4000},
              "summarizer": {"headers": {"X-Team": "blue"}, "maxTokens": 700, "parallelSplitTurn": True},

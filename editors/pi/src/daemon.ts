@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { connect } from "node:net";
 import { Duplex } from "node:stream";
 import { Connection } from "./rpc.js";
-import type { BeforeCompactEvent, CompactionResult, Json, TreePreparation } from "./pi-api.js";
+import type { BeforeCompactEvent, CompactionResult, ContextEditDraft, Json, TreePreparation } from "./pi-api.js";
 import { daemonSocket } from "./paths.js";
 
 export interface Draft {
@@ -26,35 +26,54 @@ export class DaemonLink {
     private readonly env: NodeJS.ProcessEnv = process.env,
   ) {}
 
-  /** A DRAFT of Pi's compaction `event` of `sessionFile`, as the `compaction` Pi should write. */
-  async compaction(sessionFile: string, event: BeforeCompactEvent, forRequest?: string): Promise<CompactionResult> {
+  /**
+   * A DRAFT of Pi's compaction `event` of `sessionFile`, as the `compaction` Pi should write. The daemon
+   * first folds in what Pi wrote since its last look (the masking edits of this turn boundary among them),
+   * so it measures the context Pi has. At Pi's threshold or overflow (no instructions, not forwarded)
+   * with `compaction.prepareAt` set, the daemon is asked without Pi's preparation, so that its
+   * background draft can be the answer at once, with its own cut; that cut is used when it is on
+   * Pi's `branch` (entry ids, root first) no later than Pi's cut, else Pi's preparation is
+   * summarized as it is.
+   */
+  async compaction(
+    sessionFile: string,
+    event: BeforeCompactEvent,
+    branch: readonly string[],
+    forRequest?: string,
+  ): Promise<CompactionResult> {
     const prep = event.preparation;
-    const modified = new Set([...prep.fileOps.edited, ...prep.fileOps.written]);
-    const preparation = {
-      firstKeptEntryId: prep.firstKeptEntryId,
-      isSplitTurn: prep.isSplitTurn,
-      tokensBefore: prep.tokensBefore,
-      messagesToSummarize: prep.messagesToSummarize,
-      turnPrefixMessages: prep.turnPrefixMessages,
-      previousSummary: prep.previousSummary ?? null,
-      readFiles: [...prep.fileOps.read].filter((f) => !modified.has(f)).sort(),
-      modifiedFiles: [...modified].sort(),
-    };
-    const params = {
+    const base = {
       path: sessionFile,
-      preparation,
       reason: event.reason,
       customInstructions: event.customInstructions ?? null,
       ...(forRequest ? { forRequest } : {}),
     };
-    const draft = (await this.call("pi/summarize", params, event.signal)) as Draft;
+    // Opening folds in Pi's newest lines.
+    const opened = (await this.call("pi/openSession", { path: sessionFile }, event.signal)) as { sessionId: string };
+    let draft: Draft | undefined;
+    const automatic = event.reason !== "manual" && !event.customInstructions && !forRequest;
+    if (automatic && (await this.prepares(opened.sessionId, event.signal))) {
+      const prepared = (await this.call("pi/summarize", base, event.signal)) as Draft;
+      if (prepared.firstKeptEntryId && notAfter(branch, prepared.firstKeptEntryId, prep.firstKeptEntryId)) {
+        draft = prepared;
+      }
+    }
+    draft ??= (await this.call("pi/summarize", { ...base, preparation: wirePreparation(prep) }, event.signal)) as Draft;
     return {
       summary: draft.summary,
-      firstKeptEntryId: prep.firstKeptEntryId,
+      firstKeptEntryId: draft.firstKeptEntryId ?? prep.firstKeptEntryId,
       tokensBefore: prep.tokensBefore,
       details: draft.details,
       ...(draft.usage ? { usage: draft.usage } : {}),
     };
+  }
+
+  /** Whether the daemon drafts compactions of the session in the background (`compaction.prepareAt`). */
+  private async prepares(sessionId: string, signal: AbortSignal): Promise<boolean> {
+    const answer = (await this.call("pi/getSettings", { sessionId }, signal)) as {
+      settings?: { compaction?: { prepareAt?: number | null } };
+    };
+    return typeof answer.settings?.compaction?.prepareAt === "number";
   }
 
   /** A DRAFT branch summary of Pi's tree `prep` of `sessionFile`. */
@@ -67,6 +86,23 @@ export class DaemonLink {
       replaceInstructions: prep.replaceInstructions ?? false,
     };
     return (await this.call("pi/summarize", params, signal)) as Draft;
+  }
+
+  /**
+   * The masking edits the daemon makes at Pi's threshold, as drafts for Pi to write
+   * (`pi/mask {dryRun: true, reason: "threshold"}` after `pi/openSession`, which folds in Pi's newest
+   * lines): none unless `compaction.masking.enabled` and the context is past the threshold.
+   */
+  async maskingEdits(sessionFile: string): Promise<ContextEditDraft[]> {
+    const opened = (await this.call("pi/openSession", { path: sessionFile })) as { sessionId: string };
+    const params = { sessionId: opened.sessionId, dryRun: true, reason: "threshold" };
+    const answer = (await this.call("pi/mask", params)) as { edits: ContextEditDraft[] };
+    return answer.edits.map((edit) => ({ type: "context_edit", targetId: edit.targetId, replacement: edit.replacement }));
+  }
+
+  /** Connect now (a running daemon, else a spawned one) so that the first turn boundary need not wait. */
+  warmUp(): void {
+    this.connected().catch(() => undefined);
   }
 
   close(): void {
@@ -126,6 +162,27 @@ export class DaemonLink {
     this.child = child;
     return new ChildDuplex(child);
   }
+}
+
+/** Pi's compaction preparation in the `pi/beforeCompact` shape `pi/summarize` takes. */
+function wirePreparation(prep: BeforeCompactEvent["preparation"]): Json {
+  const modified = new Set([...prep.fileOps.edited, ...prep.fileOps.written]);
+  return {
+    firstKeptEntryId: prep.firstKeptEntryId,
+    isSplitTurn: prep.isSplitTurn,
+    tokensBefore: prep.tokensBefore,
+    messagesToSummarize: prep.messagesToSummarize,
+    turnPrefixMessages: prep.turnPrefixMessages,
+    previousSummary: prep.previousSummary ?? null,
+    readFiles: [...prep.fileOps.read].filter((f) => !modified.has(f)).sort(),
+    modifiedFiles: [...modified].sort(),
+  };
+}
+
+/** Whether `cut` is on `branch` (ids, root first) and not after `piCut`. */
+export function notAfter(branch: readonly string[], cut: string, piCut: string): boolean {
+  const at = branch.indexOf(cut);
+  return cut === piCut || (at >= 0 && at <= branch.indexOf(piCut));
 }
 
 /** A child's stdin/stdout as one duplex stream (the daemon's stdio transport). */

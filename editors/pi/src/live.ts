@@ -1,13 +1,26 @@
-// One session Pi has open: its lock, its forwarding socket, and Pi's hooks answered by the daemon.
+// One session Pi has open: its lock, its forwarding socket, and Pi's hooks answered by the daemon
+// (compaction and branch summaries; the masking tier at each turn boundary).
 
 import type { DaemonLink } from "./daemon.js";
 import { cancelled, type ForwardedCompact, type ForwardingServer } from "./forward.js";
 import { HeldLock } from "./lock.js";
 import { forwardingSocket } from "./paths.js";
-import type { BeforeCompactAnswer, BeforeCompactEvent, BeforeTreeAnswer, BeforeTreeEvent, Context } from "./pi-api.js";
+import type {
+  BeforeCompactAnswer,
+  BeforeCompactEvent,
+  BeforeTreeAnswer,
+  BeforeTreeEvent,
+  BoundaryAnswer,
+  Context,
+  ContextEditDraft,
+  TurnEndEvent,
+} from "./pi-api.js";
 import { RpcError } from "./rpc.js";
 
 type Listen = (path: string, compact: ForwardedCompact) => Promise<ForwardingServer>;
+
+/** How long Pi's turn boundary waits for the daemon's masking answer. */
+export const MASK_DEADLINE_MS = 10_000;
 
 /** A `pi/compact` a daemon forwarded, while Pi runs it: its id for `forRequest` and its cancellation. */
 interface Forwarded {
@@ -22,11 +35,15 @@ export class LiveSession {
   private forwarded: Forwarded | undefined;
   private warned = false;
 
-  constructor(private readonly daemon: DaemonLink) {}
+  constructor(
+    private readonly daemon: Pick<DaemonLink, "compaction" | "branch" | "maskingEdits" | "warmUp">,
+    private readonly maskDeadlineMs = MASK_DEADLINE_MS,
+  ) {}
 
   /** Hold `file`'s lock and accept forwarded requests on its socket (each failure is told once). */
   async start(file: string, ctx: Context, command: string[], listen: Listen): Promise<void> {
     this.ctx = ctx;
+    this.daemon.warmUp();
     const socket = forwardingSocket(file);
     try {
       this.server = await listen(socket, (params, signal) => this.compactInPi(params, signal));
@@ -56,7 +73,8 @@ export class LiveSession {
     if (!file) return undefined;
     const signal = asked ? AbortSignal.any([event.signal, asked.signal]) : event.signal;
     try {
-      const compaction = await this.daemon.compaction(file, { ...event, signal }, asked?.forRequest);
+      const branch = ctx.sessionManager.getBranch().map((entry) => String(entry.id));
+      const compaction = await this.daemon.compaction(file, { ...event, signal }, branch, asked?.forRequest);
       return signal.aborted ? { cancel: true } : { compaction };
     } catch (error) {
       if (signal.aborted) return { cancel: true };
@@ -78,6 +96,28 @@ export class LiveSession {
       this.warnOnce(ctx, `the daemon could not summarize (${message(error)}); Pi's own summarizer runs`);
       return undefined;
     }
+  }
+
+  /**
+   * `turn_end`: the masking tier through Pi. At the boundary of a completed turn the daemon says which
+   * old tool results it masks at Pi's threshold (none unless `compaction.masking.enabled` and the context
+   * is past it); they are added to the proposed drafts and Pi appends them to its own file, so its
+   * threshold check and next request see the masked context. A daemon that fails or takes longer than
+   * `maskDeadlineMs` leaves the turn as it is (Pi then compacts as usual).
+   */
+  async turnEnd(event: TurnEndEvent, ctx: Context): Promise<BoundaryAnswer | undefined> {
+    const file = ctx.sessionManager.getSessionFile();
+    if (!file || event.outcome !== "completed") return undefined;
+    let edits: ContextEditDraft[] | undefined;
+    try {
+      edits = await within(this.daemon.maskingEdits(file), this.maskDeadlineMs);
+    } catch (error) {
+      this.warnOnce(ctx, `the daemon could not mask old tool output (${message(error)})`);
+      return undefined;
+    }
+    const proposed = new Set(event.entries.flatMap((d) => (d.type === "context_edit" ? [d.targetId] : [])));
+    const fresh = (edits ?? []).filter((edit) => !proposed.has(edit.targetId));
+    return fresh.length > 0 ? { entries: [...event.entries, ...fresh] } : undefined;
   }
 
   /** A forwarded `pi/compact`: Pi compacts (`ctx.compact()`); the answer is the entry Pi wrote. */
@@ -105,6 +145,16 @@ export class LiveSession {
     this.warned = true;
     ctx.ui.notify(`pi-sessiond: ${text}`, "warning");
   }
+}
+
+/** `work`'s value, or `undefined` when it takes longer than `ms` (it still runs; its answer is dropped). */
+function within<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms); // not unref'd: Pi awaits this turn boundary
+  });
+  work.catch(() => undefined); // a late failure is dropped with its answer
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 function message(error: unknown): string {

@@ -53,6 +53,8 @@ export interface BeforeTreeEvent {
 export interface SessionManagerView {
   getSessionFile(): string | undefined;
   getLeafEntry(): JsonObject | undefined;
+  /** The entries from the root to the leaf. */
+  getBranch(): JsonObject[];
 }
 
 export interface Context {
@@ -77,6 +79,32 @@ export interface BeforeTreeAnswer {
   summary?: { summary: string; details?: unknown; usage?: unknown };
 }
 
+/** A `context_edit` Pi appends at a turn boundary (`null` omits the target; else its content is replaced). */
+export interface ContextEditDraft {
+  type: "context_edit";
+  targetId: string;
+  replacement: { content: Json } | null;
+}
+
+/** What a boundary handler may propose (this extension adds only `context_edit` drafts). */
+export type BoundaryDraft = ContextEditDraft | { type: "custom" | "custom_message" | "compaction"; [key: string]: unknown };
+
+/** `turn_end` (Pi >= 1.6.0): after the turn's messages are persisted, before Pi's threshold check. */
+export interface TurnEndEvent {
+  turnIndex: number;
+  messageEntryId: string;
+  toolResultEntryIds: string[];
+  outcome: "completed" | "aborted" | "error";
+  /** The drafts proposed so far by earlier handlers; a result's `entries` replaces them. */
+  entries: BoundaryDraft[];
+  continue: boolean;
+}
+
+export interface BoundaryAnswer {
+  entries?: BoundaryDraft[];
+  continue?: boolean;
+}
+
 type Handler<E, R = void> = (event: E, ctx: Context) => Promise<R | undefined> | R | undefined;
 
 export interface ExtensionAPI {
@@ -84,4 +112,5 @@ export interface ExtensionAPI {
   on(event: "session_shutdown", handler: Handler<{ reason: string }>): unknown;
   on(event: "session_before_compact", handler: Handler<BeforeCompactEvent, BeforeCompactAnswer>): unknown;
   on(event: "session_before_tree", handler: Handler<BeforeTreeEvent, BeforeTreeAnswer>): unknown;
+  on(event: "turn_end", handler: Handler<TurnEndEvent, BoundaryAnswer>): unknown;
 }

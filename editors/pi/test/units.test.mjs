@@ -60,3 +60,12 @@ test("requests, errors and cancellation cross LSP framing both ways", async () =
   client.close();
   await assert.rejects(client.request("echo", {}), /connection closed/);
 });
+
+test("a daemon draft's cut is used only on Pi's branch and not after Pi's own cut", async () => {
+  const { notAfter } = await import("../dist/daemon.js");
+  const branch = ["r", "a", "b", "c"];
+  assert.equal(notAfter(branch, "b", "b"), true);
+  assert.equal(notAfter(branch, "a", "c"), true); // an earlier cut: the kept part is larger
+  assert.equal(notAfter(branch, "c", "b"), false); // after Pi's: Pi's range would be summarized only in part
+  assert.equal(notAfter(branch, "x", "b"), false); // another branch
+});

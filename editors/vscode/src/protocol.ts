@@ -366,6 +366,7 @@ export interface MaskParams {
   sessionId: string;
   entryIds?: string[] | null;
   dryRun?: boolean;
+  reason?: "threshold" | null;
   force?: boolean;
   [key: string]: unknown;
 }
@@ -727,6 +728,7 @@ export interface CompactionSettings {
   keepRecentTokens?: number;
   modelOverrides?: Record<string, ModelOverride>;
   masking?: MaskingSettings;
+  prepareAt?: number | null;
 }
 
 export interface BranchSummarySettings {

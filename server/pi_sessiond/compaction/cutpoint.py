@@ -33,7 +33,7 @@ unedited entries (each entry's ``entry_messages``), without the recovery advance
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -96,18 +96,37 @@ def _last_cut_point(entries: Sequence[ProjectedEntry], start: int, end: int) -> 
     return start  # unreachable: the caller found a first cut point
 
 
-def _budget_cut(entries: Sequence[ProjectedEntry], start: int, end: int, keep: int) -> int | None:
-    """The cut where the newest messages reach ``keep`` tokens, or ``None`` when they never do."""
+def budget_stop(start: int, end: int, keep: int, entry_tokens: Callable[[int], int]) -> int | None:
+    """Where the walk back from ``end`` first reaches ``keep`` tokens (a non-empty entry), or ``None``.
+
+    For ``keep > 0`` that is the largest ``i`` in ``[start, end)`` whose suffix
+    ``entry_tokens(i) + ... + entry_tokens(end - 1)`` is at least ``keep`` (estimates
+    are never negative), which is what lets a cache move it forward after appends.
+    """
     accumulated = 0
     for i in range(end - 1, start - 1, -1):
-        tokens = sum(estimate_tokens(m) for m in entries[i].messages)
+        tokens = entry_tokens(i)
         if tokens == 0:
             continue
         accumulated += tokens
         if accumulated >= keep:
-            found = _first_cut_point_from(entries, i, end)
-            return _last_cut_point(entries, start, end) if found is None else found
+            return i
     return None
+
+
+def _budget_cut(entries: Sequence[ProjectedEntry], start: int, end: int, stop: int | None) -> int | None:
+    """The cut where the newest messages reach the budget (``stop``), or ``None`` when they never do."""
+    if stop is None:
+        return None
+    found = _first_cut_point_from(entries, stop, end)
+    return _last_cut_point(entries, start, end) if found is None else found
+
+
+def _estimated(entries: Sequence[ProjectedEntry]) -> Callable[[int], int]:
+    def tokens(i: int) -> int:
+        return sum(estimate_tokens(m) for m in entries[i].messages)
+
+    return tokens
 
 
 def _visible_by_nature(projected: ProjectedEntry) -> bool:
@@ -127,13 +146,17 @@ def _replaces_outside(projected: ProjectedEntry, omitted_ids: set[str]) -> bool:
 
 
 def is_recovery_suffix(suffix: Sequence[ProjectedEntry]) -> bool:
-    """Whether the entries after an over-budget cut are only an omitted recovery attempt."""
-    omitted_ids = {p.entry.id for p in suffix if _omitted(p)}
-    if any(_replaces_outside(p, omitted_ids) for p in suffix):
+    """Whether the entries after an over-budget cut are only an omitted recovery attempt.
+
+    Three conditions, all required; the one that fails at the first ordinary (visible,
+    not omitted) entry is tested first, so the usual suffix costs O(1), not O(kept part).
+    """
+    if not all(p.entry.type != "compaction" and (not _visible_by_nature(p) or _omitted(p)) for p in suffix):
         return False
     if not any(p.entry.type == "message" and p.entry.role == "assistant" and _omitted(p) for p in suffix):
         return False
-    return all(p.entry.type != "compaction" and (not _visible_by_nature(p) or _omitted(p)) for p in suffix)
+    omitted_ids = {p.entry.id for p in suffix if _omitted(p)}
+    return not any(_replaces_outside(p, omitted_ids) for p in suffix)
 
 
 def _pull_preceding_metadata(entries: Sequence[ProjectedEntry], cut: int, start: int) -> int:
@@ -146,13 +169,29 @@ def _pull_preceding_metadata(entries: Sequence[ProjectedEntry], cut: int, start:
 
 
 def find_projected_cut_point(
-    entries: Sequence[ProjectedEntry], start: int, end: int, keep_recent_tokens: int, *, recovery: bool = True
+    entries: Sequence[ProjectedEntry],
+    start: int,
+    end: int,
+    keep_recent_tokens: int,
+    *,
+    recovery: bool = True,
+    stop: Callable[[int, int, int], int | None] | None = None,
 ) -> CutPoint:
-    """Pi 1.6.0's ``findProjectedCutPoint``: keep roughly ``keep_recent_tokens`` of the newest messages."""
+    """Pi 1.6.0's ``findProjectedCutPoint``: keep roughly ``keep_recent_tokens`` of the newest messages.
+
+    ``stop(start, end, keep)``, when given, must equal :func:`budget_stop` with
+    ``estimate_tokens`` summed over each entry's projected messages (the
+    preparation index keeps both the estimates and the last stop, so after an
+    append it moves the stop instead of walking the kept part again).
+    """
     first = _first_cut_point_from(entries, start, end)
     if first is None:
         return CutPoint(start, -1, False)
-    budget_cut = _budget_cut(entries, start, end, keep_recent_tokens)
+    if stop is None:
+        found = budget_stop(start, end, keep_recent_tokens, _estimated(entries))
+    else:
+        found = stop(start, end, keep_recent_tokens)
+    budget_cut = _budget_cut(entries, start, end, found)
     cut = first if budget_cut is None else budget_cut
     if recovery and budget_cut is not None and is_recovery_suffix(entries[cut + 1 : end]):
         cut += 1

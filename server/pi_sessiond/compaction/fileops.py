@@ -20,7 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -61,32 +61,10 @@ class FileOpsCollector:
             self.add_messages((message,))
 
     def add_messages(self, messages: Iterable[JsonDict]) -> None:
-        """``extractFileOpsFromMessage`` of each message (hot: every message of the range, so kept flat)."""
+        """``extractFileOpsFromMessage`` of each message."""
         targets = {"read": self.read, "write": self.written, "edit": self.edited}
-        for message in messages:
-            role = message.get("role")
-            if role == "assistant":
-                blocks = message.get("content")
-                wanted: str | None = "toolCall"
-            elif role == "toolResult":
-                nested = message.get("nestedCalls")
-                if nested is None:
-                    continue
-                blocks = nested.get("calls") if type(nested) is dict else None
-                wanted = None
-            else:
-                continue
-            if type(blocks) is not list:
-                continue
-            for block in blocks:
-                if type(block) is not dict or (wanted is not None and block.get("type") != wanted):
-                    continue
-                args = block.get("arguments")
-                path = args.get("path") if type(args) is dict else None
-                if type(path) is str and path:
-                    target = targets.get(block.get("name"))  # type: ignore[arg-type]
-                    if target is not None:
-                        target.add(path)
+        for tool, path in file_op_paths(messages):
+            targets[tool].add(path)
 
     def add_details(self, entry_data: JsonDict) -> None:
         """Fold in a summary entry's ``details`` unless it came from a hook."""
@@ -101,6 +79,39 @@ class FileOpsCollector:
     def freeze(self) -> FileOperations:
         """The collected sets as an immutable value."""
         return FileOperations(frozenset(self.read), frozenset(self.written), frozenset(self.edited))
+
+
+_FILE_TOOLS = frozenset(("read", "write", "edit"))
+
+
+def file_op_paths(messages: Iterable[JsonDict]) -> Iterator[tuple[str, str]]:
+    """``(tool, path)`` of every file operation in ``messages``, in order (tool: read, write or edit).
+
+    Hot (every message of a compacted range), so kept flat.
+    """
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            blocks = message.get("content")
+            wanted: str | None = "toolCall"
+        elif role == "toolResult":
+            nested = message.get("nestedCalls")
+            if nested is None:
+                continue
+            blocks = nested.get("calls") if type(nested) is dict else None
+            wanted = None
+        else:
+            continue
+        if type(blocks) is not list:
+            continue
+        for block in blocks:
+            if type(block) is not dict or (wanted is not None and block.get("type") != wanted):
+                continue
+            args = block.get("arguments")
+            path = args.get("path") if type(args) is dict else None
+            tool = block.get("name")
+            if type(path) is str and path and type(tool) is str and tool in _FILE_TOOLS:
+                yield tool, path
 
 
 def _strings(values: Any) -> Iterable[str]:

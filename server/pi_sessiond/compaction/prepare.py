@@ -23,6 +23,8 @@ Invariants:
 * ``file_ops`` come from those messages (tool calls and codemode nested
   calls) and the previous compaction's ``details`` unless ``fromHook``.
 * ``tokens_before`` = ``estimate_projected_context_tokens`` of the path.
+* The result is the same with or without the live projection's preparation
+  index (``prepindex.py``); the index only makes repeated calls incremental.
 """
 
 from __future__ import annotations
@@ -32,18 +34,10 @@ from typing import Any
 
 import attrs
 
-from pi_sessiond.compaction.cutpoint import CutPoint, find_projected_cut_point
-from pi_sessiond.compaction.fileops import (
-    FileLists,
-    FileOperations,
-    FileOpsCollector,
-    compute_file_lists,
-)
-from pi_sessiond.compaction.tokens import (
-    DEFAULT_COMPACTION_SETTINGS,
-    CompactionSettings,
-    estimate_projected_context_tokens,
-)
+from pi_sessiond.compaction.cutpoint import find_projected_cut_point
+from pi_sessiond.compaction.fileops import FileLists, FileOperations, compute_file_lists
+from pi_sessiond.compaction.prepindex import PreparationIndex, index_of
+from pi_sessiond.compaction.tokens import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.projection import ProjectedEntry, Projection, project_path
 
@@ -78,14 +72,6 @@ class CompactionPreparation:
         return compute_file_lists(self.file_ops)
 
 
-def previous_compaction_index(entries: Sequence[ProjectedEntry]) -> int:
-    """Index of the projected previous compaction (the first compaction with messages), or -1."""
-    for i, projected in enumerate(entries):
-        if projected.entry.type == "compaction" and projected.messages:
-            return i
-    return -1
-
-
 def summarized_messages(entries: Iterable[ProjectedEntry]) -> tuple[JsonDict, ...]:
     """Pi's ``getMessagesFromProjectedEntryForCompaction`` over ``entries``, flattened."""
     out: list[JsonDict] = []
@@ -105,15 +91,6 @@ def _entry_id(entry: Entry | None) -> str | None:
     return raw if isinstance(raw, str) and raw else None
 
 
-def _file_ops(previous: Entry | None, *groups: Sequence[JsonDict]) -> FileOperations:
-    collector = FileOpsCollector()
-    if previous is not None:
-        collector.add_details(previous.data)
-    for group in groups:
-        collector.add_messages(group)
-    return collector.freeze()
-
-
 def _previous_summary(previous: Entry | None) -> str | None:
     summary = previous.data.get("summary") if previous is not None else None
     return summary if isinstance(summary, str) else None
@@ -126,47 +103,53 @@ def prepare_compaction(
 ) -> CompactionPreparation | None:
     """Pi 1.6.0's ``prepareCompaction`` over a root-to-leaf path.
 
-    ``projection``, when given, must be the projection of ``path``'s leaf (e.g.
-    the session's incrementally kept one); it saves rebuilding it.
+    ``projection``, when given, must be the projection of ``path``'s leaf. A
+    snapshot of the session's live projection (``Session.projection()``) carries
+    the preparation index kept from the previous call (``prepindex.py``), so a
+    preparation after an append costs O(appended + kept part), not O(path).
     """
     if path and path[-1].type == "compaction":
         return None
     if projection is None:
         projection = project_path(path)
+    index = index_of(projection)
+    with index.lock:
+        if not index.can_follow(projection):  # an older snapshot than the shared index has seen
+            index = PreparationIndex()
+        index.catch_up(projection)
+        return _prepare(index, projection, path, settings)
+
+
+def _prepare(
+    index: PreparationIndex, projection: Projection, path: Sequence[Entry], settings: CompactionSettings
+) -> CompactionPreparation | None:
     entries = projection.entries
-    prev = previous_compaction_index(entries)
+    prev = index.previous_compaction()
     previous = entries[prev].entry if prev >= 0 else None
     start = prev + 1
-    cut = find_projected_cut_point(entries, start, len(entries), settings.keep_recent_tokens)
-    index = cut.first_kept_entry_index
-    first_kept_id = _entry_id(entries[index].entry if index < len(entries) else None)
+    cut = find_projected_cut_point(entries, start, len(entries), settings.keep_recent_tokens,
+                                   stop=index.budget_stop)
+    kept = cut.first_kept_entry_index
+    first_kept_id = _entry_id(entries[kept].entry if kept < len(entries) else None)
     if first_kept_id is None:
         return None
-    history, prefix = _split(entries, start, cut)
+    if cut.is_split_turn:
+        history, prefix = index.messages(start, cut.turn_start_index), index.messages(cut.turn_start_index, kept)
+    else:
+        history, prefix = index.messages(start, kept), ()
     if not history and not prefix:
         return None
     return CompactionPreparation(
         first_kept_entry_id=first_kept_id,
-        first_kept_entry_index=index,
+        first_kept_entry_index=kept,
         boundary_start=start,
         turn_start_index=cut.turn_start_index,
         is_split_turn=cut.is_split_turn,
         messages_to_summarize=history,
         turn_prefix_messages=prefix,
-        tokens_before=estimate_projected_context_tokens(projection, path).tokens,
+        tokens_before=index.context_tokens(path),
         previous_summary=_previous_summary(previous),
-        file_ops=_file_ops(previous, history, prefix),
+        file_ops=index.file_ops(start, kept, previous),
         settings=settings,
         projection=projection,
     )
-
-
-def _split(
-    entries: Sequence[ProjectedEntry], start: int, cut: CutPoint
-) -> tuple[tuple[JsonDict, ...], tuple[JsonDict, ...]]:
-    """(messages to summarize, turn-prefix messages) for a cut."""
-    kept = cut.first_kept_entry_index
-    if not cut.is_split_turn:
-        return summarized_messages(entries[start:kept]), ()
-    turn = cut.turn_start_index
-    return summarized_messages(entries[start:turn]), summarized_messages(entries[turn:kept])

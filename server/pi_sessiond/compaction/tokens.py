@@ -211,13 +211,16 @@ def _usage_entry_id(projection: Projection, message_index: int, total: int) -> s
 
 
 def _usage_trusted(projection: Projection, branch: Sequence[Entry], message_index: int, total: int) -> bool:
-    """Whether the usage's entry lies on ``branch`` after its newest edit or compaction.
+    """Whether the usage's entry lies on ``branch`` after its newest edit or compaction."""
+    usage_id = _usage_entry_id(projection, message_index, total)
+    return usage_id is not None and usage_trusted_on(branch, usage_id)
+
+
+def usage_trusted_on(branch: Sequence[Entry], usage_id: str) -> bool:
+    """Whether entry ``usage_id`` lies on ``branch`` after the branch's newest edit or compaction.
 
     Scans back from the leaf and stops at that entry (ids are unique on a path).
     """
-    usage_id = _usage_entry_id(projection, message_index, total)
-    if usage_id is None:
-        return False
     for i in range(len(branch) - 1, -1, -1):
         entry = branch[i]
         if entry.id == usage_id:

@@ -5,9 +5,13 @@ Invariants:
 * ``details`` (:attr:`RangeFiles.read_files` / ``modified_files``): Pi 1.6.0's
   cumulative lists (``prep.file_lists``) plus the files the summarized range
   changed through bash commands (:func:`~pi_sessiond.summarizers.bashfiles.changed_paths`),
-  which move from read to modified — a named deviation
+  which move from read to modified, and the files listed in the file blocks
+  of the branch summaries inside the range (Pi's lists do not see an
+  abandoned branch's files) — named deviations
   (``test_fix_bash_file_ops_are_tracked``, docs/deviations.md). Without bash
-  changes they are exactly Pi's.
+  changes or branch summaries in the range they are exactly Pi's.
+* A branch summary's lists (:func:`branch_files`): Pi's, plus the files the
+  abandoned entries changed through bash.
 * The summary's ``<read-files>``/``<modified-files>`` block lists every file
   modified inside the range; files carried over from earlier summaries and
   read files fill the rest up to ``MAX_PATHS`` paths / ``MAX_BYTES`` bytes,
@@ -18,15 +22,20 @@ Invariants:
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 import attrs
 
-from pi_sessiond.compaction.fileops import format_file_operations
+from pi_sessiond.compaction.fileops import FileLists, format_file_operations
 from pi_sessiond.compaction.prepare import CompactionPreparation
 from pi_sessiond.compaction.text import js_sorted
 from pi_sessiond.summarizers.facts import extract_facts
 
 MAX_PATHS = 200
 MAX_BYTES = 16 * 1024
+_BLOCK = re.compile(r"<(read|modified)-files>\n(.*?)\n</(?:read|modified)-files>", re.S)
 
 
 @attrs.frozen
@@ -41,13 +50,39 @@ class RangeFiles:
 
 def range_files(prep: CompactionPreparation) -> RangeFiles:
     """The lists for ``prep`` (module invariants)."""
-    facts = extract_facts((*prep.messages_to_summarize, *prep.turn_prefix_messages))
+    messages = (*prep.messages_to_summarize, *prep.turn_prefix_messages)
+    facts = extract_facts(messages)
     pi = prep.file_lists
-    bash = tuple(p for p in facts.bash_modified if p not in pi.modified_files)
+    branch_read, branch_modified = summary_blocks(messages)
+    extra = [*facts.bash_modified, *branch_modified]
+    bash = tuple(dict.fromkeys(p for p in extra if p not in pi.modified_files))
     modified = tuple(js_sorted({*pi.modified_files, *bash}))
     read = tuple(p for p in pi.read_files if p not in bash)
-    block = capped_block(read, modified, frozenset(facts.modified_files))
+    if branch_read:
+        read = tuple(js_sorted({*read, *branch_read} - set(modified)))
+    block = capped_block(read, modified, frozenset([*facts.modified_files, *branch_modified]))
     return RangeFiles(read_files=read, modified_files=modified, bash_modified=bash, block=block)
+
+
+def summary_blocks(messages: Iterable[Any]) -> tuple[list[str], list[str]]:
+    """The read and modified files the ``<read-files>``/``<modified-files>`` blocks of the branch
+    summaries in ``messages`` list, first seen first."""
+    found: dict[str, dict[str, None]] = {"read": {}, "modified": {}}
+    for msg in messages:
+        if not isinstance(msg, dict) or msg.get("role") != "branchSummary" or not isinstance(msg.get("summary"), str):
+            continue
+        for kind, body in _BLOCK.findall(msg["summary"]):
+            found[kind].update((line.strip(), None) for line in body.splitlines() if line.strip())
+    return list(found["read"]), list(found["modified"])
+
+
+def branch_files(lists: FileLists, messages: Sequence[Any]) -> FileLists:
+    """A branch summary's lists: Pi's ``lists`` plus the files ``messages`` changed through bash."""
+    bash = [p for p in extract_facts(messages).bash_modified if p not in lists.modified_files]
+    if not bash:
+        return lists
+    modified = tuple(js_sorted({*lists.modified_files, *bash}))
+    return FileLists(tuple(p for p in lists.read_files if p not in modified), modified)
 
 
 def capped_block(read: tuple[str, ...], modified: tuple[str, ...], in_range: frozenset[str]) -> str:

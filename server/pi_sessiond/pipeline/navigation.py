@@ -40,11 +40,13 @@ import attrs
 
 from pi_protocol import BranchSummaryEntry, FileDetails, LabelEntry, Usage, unstructure
 from pi_sessiond.compaction.branch import BranchCollection, collect_entries_for_branch_summary, prepare_branch_entries
+from pi_sessiond.compaction.convert import entry_message
 from pi_sessiond.compaction.fileops import compute_file_lists, format_file_operations
 from pi_sessiond.compaction.prompts import BRANCH_SUMMARY_PREAMBLE
 from pi_sessiond.compaction.tokens import estimate_context_tokens, estimate_tokens
 from pi_sessiond.errors import Conflict
 from pi_sessiond.pipeline.compaction import Progress, Reviewer, session_reasoning, streamed_percentage
+from pi_sessiond.pipeline.filelists import branch_files
 from pi_sessiond.pipeline.requests import branch_job
 from pi_sessiond.pipeline.summaries import RunOptions, run_job
 from pi_sessiond.store.context import context_from_path
@@ -121,12 +123,14 @@ async def generate_branch_summary(
     progress: Progress | None = None,
     reasoning: str | None = None,
     options: RunOptions | None = None,
+    abandoned: Sequence[JsonDict] = (),
 ) -> BranchSummary:
     """Summarize abandoned entries (oldest first) as Pi's ``generateBranchSummary``.
 
     ``reserve_tokens`` (``branchSummary.reserveTokens``) sizes the input
     budget; the output limit is the summarizer's (``pipeline.requests``);
-    ``reasoning`` is the session's thinking level.
+    ``reasoning`` is the session's thinking level; ``abandoned``: the user message the navigation
+    goes back to (its text returns to the editor, the summary keeps its facts: the gate requires them).
     """
     options = options or RunOptions()
     budget = summarizer.context_window - reserve_tokens
@@ -140,10 +144,12 @@ async def generate_branch_summary(
         instructions=custom_instructions,
         replace_instructions=replace_instructions,
         reasoning=reasoning,
+        facts_from=(*abandoned, *branch_messages(entries)),
     )
     text = await run_job(summarizer, job, on_tokens, options)
-    lists = compute_file_lists(prep.file_ops)
-    body = bounded_body(text.text, format_file_operations(lists.read_files, lists.modified_files), prep.messages)
+    lists = branch_files(compute_file_lists(prep.file_ops), prep.messages)
+    files = format_file_operations(lists.read_files, lists.modified_files)
+    body = bounded_body(text.text, files, (*abandoned, *prep.messages))
     return BranchSummary(
         summary=body or NO_SUMMARY,
         read_files=lists.read_files,
@@ -165,6 +171,20 @@ def bounded_body(text: str, files: str, messages: Sequence[JsonDict]) -> str:
     """Preamble + ``text`` + ``files`` within :func:`branch_bound` of ``messages`` (``text`` fitted)."""
     room = branch_bound(sum(estimate_tokens(m) for m in messages)) - fit_tokens(BRANCH_SUMMARY_PREAMBLE + files)
     return BRANCH_SUMMARY_PREAMBLE + fit_text(text, max(0, room)) + files
+
+
+def branch_messages(entries: Sequence[Entry]) -> list[JsonDict]:
+    """Every message of ``entries`` (tool results included), oldest first: what the branch's facts come from."""
+    messages = (entry_message(e, include_compaction=True) for e in entries)
+    return [m for m in messages if m is not None]
+
+
+def abandoned_request(session: Session, target: Entry, old_leaf: str | None) -> tuple[JsonDict, ...]:
+    """The target when it is a user message on the branch left (its text goes back to the editor)."""
+    if target.type != "message" or target.role != "user" or not target.message or old_leaf is None:
+        return ()
+    on_branch = any(e.id == target.id for e in session.path_to(old_leaf))
+    return (target.message,) if on_branch else ()
 
 
 def landing(target: Entry) -> tuple[str | None, str | None]:
@@ -219,6 +239,7 @@ async def navigate_tree(
                 progress=progress,
                 reasoning=session_reasoning(session),
                 options=options,
+                abandoned=abandoned_request(session, target, old_leaf),
             )
             if review is not None:
                 summary = attrs.evolve(summary, summary=await _reviewed(session, target, summary, review))

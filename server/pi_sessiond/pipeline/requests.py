@@ -153,6 +153,10 @@ class SummaryJob:
     previous_summary: str | None = None
     instructions: str | None = None
     replace: bool = False
+    # When set, the messages the fidelity gate takes the hard facts from instead of ``messages`` (never
+    # sent): a branch summary's whole branch, tool results included (Pi does not send them), and the
+    # abandoned request (the target user message, whose text goes back to the editor).
+    facts_from: tuple[JsonDict, ...] = ()
 
     def request(self, messages: Sequence[JsonDict] | None = None) -> SummaryRequest:
         """The request for ``messages`` (default: all of the job's; fewer after shrinking)."""
@@ -235,8 +239,10 @@ def branch_job(
     instructions: str | None = None,
     replace_instructions: bool = False,
     reasoning: str | None = None,
+    facts_from: Sequence[JsonDict] = (),
 ) -> SummaryJob:
-    """A branch summary's body (the caller adds the preamble and file lists)."""
+    """A branch summary's body (the caller adds the preamble and file lists); ``facts_from``: see
+    :attr:`SummaryJob.facts_from`."""
     return SummaryJob(
         purpose="branch",
         messages=tuple(messages),
@@ -244,6 +250,7 @@ def branch_job(
         reasoning=reasoning,
         instructions=instructions,
         replace=replace_instructions,
+        facts_from=tuple(facts_from),
     )
 
 

@@ -146,8 +146,9 @@ async def run_job(
 
 def job_facts(job: SummaryJob) -> Facts:
     """What the gate requires of ``job``'s summary: the range's hard facts and those of the summaries it
-    replaces (its previous summary, branch summaries inside the range: :mod:`~pi_sessiond.summarizers.carry`)."""
-    return carry_forward(extract_facts(job.messages), job.previous_summary, job.messages)
+    replaces (its previous summary, branch summaries inside the range: :mod:`~pi_sessiond.summarizers.carry`),
+    taken from ``job.facts_from`` when it is set (a branch summary: the whole branch and its abandoned request)."""
+    return carry_forward(extract_facts(job.facts_from or job.messages), job.previous_summary, job.messages)
 
 
 def split_evenly(messages: Sequence[JsonDict], parts: int) -> list[tuple[JsonDict, ...]]:

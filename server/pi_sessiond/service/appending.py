@@ -11,7 +11,9 @@ Contracts:
 - The auto-compaction check mirrors Pi's ``_checkCompaction`` threshold
   branch (reference §9.2) for the last assistant message of the append; the
   loop guard allows one automatic compaction per turn (a user message starts
-  a turn), and none beside a running job.
+  a turn), and none beside a running job. Below the threshold,
+  ``compaction.prepareAt`` may start a background draft (``service.preparing``);
+  a threshold crossed while it runs is compacted by it once it is ready.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pi_protocol.settings import Settings
 from pi_sessiond.compaction.tokens import assistant_usage, calculate_context_tokens, should_compact
 from pi_sessiond.errors import InvalidParams, TooLarge
 from pi_sessiond.estimators import context_tokens
+from pi_sessiond.service import preparing
 from pi_sessiond.service.compaction import start_threshold
 from pi_sessiond.service.core import Core, apply_durability
 from pi_sessiond.service.models import context_window
@@ -54,7 +57,10 @@ async def append(core: Core, opened: OpenSession, params: AppendParams) -> Appen
     core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
                                                         reason="append"))
     if compaction.enabled and threshold_reached(session, written, window, settings) and not _held_back(opened, tokens):
-        start_threshold(core, opened)
+        if not preparing.threshold_crossed(core, opened):  # else the background draft compacts when ready
+            start_threshold(core, opened)
+    else:
+        preparing.after_growth(core, opened, tokens)
     return AppendResult(
         ids=[e.id for e in written],
         leaf_id=session.leaf_id,

@@ -10,6 +10,9 @@ the ``liveWriter`` guard (``service.livewriter``) refuses a compaction of a
 session another program appended to lately, unless ``force``.
 The file's writability is checked before the summarizer is asked (a
 ``locked`` or ``writeFailed`` answer costs no model call).
+A draft kept for the session (``compaction.prepareAt``, ``pi/compact {draft:
+true}``) is written instead of a new summary where it does the same job
+(``service.preparing.reuse``).
 Anything that stops before the append leaves the session untouched, and every
 attempt that wrote nothing (manual, threshold or overflow: a failure, a
 refusal, a cancellation) is announced by one ``pi/compactionFailed``, as Pi
@@ -208,6 +211,12 @@ def failure(session_id: str, reason: Reason, exc: BaseException, *, message: str
 async def _compact_session(
     core: Core, opened: OpenSession, *, reason: Reason, will_retry: bool, instructions: str | None, report: Report
 ) -> CompactResult:
+    if instructions is None:
+        from pi_sessiond.service import preparing  # builds on this module
+
+        reused = await preparing.reuse(core, opened, reason, report)
+        if reused is not None:
+            return reused
     session = opened.session
     settings = core.settings_for(opened)
 

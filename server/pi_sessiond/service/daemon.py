@@ -307,6 +307,7 @@ class Daemon:
         opened = self._get(params.session_id)
         if params.draft:
             return await drafts.compact_draft(self.core, opened, params, progress)
+        await drafts.settle(self.core, opened, params.custom_instructions)  # a background draft may do it
         holder = livewriter.live_pi(opened.session.path)
         if holder is not None:  # a live Pi holds it: Pi compacts (its leaf moves on)
             return await forwarding.compact_in_pi(self.core, opened, holder, params, progress)
@@ -322,7 +323,9 @@ class Daemon:
 
     async def report_overflow(self, params: ReportOverflowParams, progress: ProgressFactory) -> CompactResult:
         """``pi/reportOverflow``: compaction with reason ``overflow`` and ``willRetry: true``."""
-        return await compaction.overflow(self.core, self._get(params.session_id), params, progress)
+        opened = self._get(params.session_id)
+        await drafts.settle(self.core, opened, None)  # a background draft may do it
+        return await compaction.overflow(self.core, opened, params, progress)
 
     async def navigate_tree(self, params: NavigateTreeParams, progress: ProgressFactory) -> NavigateResult:
         """``pi/navigateTree``."""

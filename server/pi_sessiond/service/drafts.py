@@ -28,12 +28,13 @@ Contracts:
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 from pi_protocol import CompactResult, Gate, methods
 from pi_protocol.live import Draft
 from pi_protocol.params import CommitDraftParams, CompactParams
-from pi_protocol.results import Compacted, SessionChanged
+from pi_protocol.results import Compacted, Reason, SessionChanged
 from pi_sessiond.compaction.prepare import CompactionPreparation
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.errors import InvalidParams, NothingToCompact, PiError
@@ -54,6 +55,7 @@ from pi_sessiond.service.draftstore import StoredDraft
 from pi_sessiond.service.interface import ProgressFactory
 from pi_sessiond.service.livewriter import check_live_writer
 from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.service.stats import leaf_context_tokens
 from pi_sessiond.store.entry import Entry
 
 BRANCH_HINT = ("a branch-summary draft is written by whoever navigates: answer Pi's session_before_tree with it "
@@ -70,11 +72,25 @@ async def compact_draft(core: Core, opened: OpenSession, params: CompactParams, 
         return await with_progress(progress, "Preparing a compaction draft", params.work_done_token,
                                    lambda report: leaf_draft(core, opened, params.custom_instructions, report))
 
+    await settle(core, opened, params.custom_instructions)
     return await core.jobs.run(opened.key, "compaction", "draft", work)
+
+
+async def settle(core: Core, opened: OpenSession, instructions: str | None) -> None:
+    """Let a background draft of the session in flight finish first, when the request could reuse it
+    (no ``instructions``); otherwise the request's job takes its slot (``JobManager``)."""
+    job = core.jobs.get(opened.key)
+    if job is not None and job.yields and instructions is None:
+        await asyncio.wait({job.task})  # not cancelled with the waiting request
 
 
 async def leaf_draft(core: Core, opened: OpenSession, instructions: str | None, report: Report) -> Draft:
     """A stored, committable draft of the session's leaf (:class:`NothingToCompact` when there is none)."""
+    return (await leaf_stored(core, opened, instructions, report)).draft
+
+
+async def leaf_stored(core: Core, opened: OpenSession, instructions: str | None, report: Report) -> StoredDraft:
+    """:func:`leaf_draft` as stored (a kept draft of the same range, made without instructions, is reused)."""
     session = opened.session
     settings = core.settings_for(opened)
     leaf_id = session.leaf_id  # the path the preparation reads is taken now, before the first await
@@ -83,12 +99,21 @@ async def leaf_draft(core: Core, opened: OpenSession, instructions: str | None, 
 
 
 async def summarized(core: Core, opened: OpenSession, prep: CompactionPreparation, instructions: str | None,
-                     report: Report, *, leaf_id: str | None, committable: bool = True) -> Draft:
-    """Summarize ``prep`` (gate run, size checked) into a stored DRAFT; committable when prepared at ``leaf_id``."""
+                     report: Report, *, leaf_id: str | None, committable: bool = True) -> StoredDraft:
+    """Summarize ``prep`` (gate run, size checked) into a stored DRAFT; committable when prepared at ``leaf_id``.
+
+    Without ``instructions``, a kept draft of the same range (``DraftStore.same_range``) is the answer and
+    no summarizer is asked.
+    """
     if prep.nothing_to_compact:
         raise NothingToCompact("Nothing to compact (session too small)")
+    kept = core.drafts.same_range(opened.key, prep.first_kept_entry_id) if instructions is None else None
+    if kept is not None:
+        report("reusing the draft prepared for this range", 100)
+        return kept
     session = opened.session
     settings = core.settings_for(opened)
+    tokens_at = context_size(core, opened)
     summarizer = core.summarizer(settings)
     try:
         text = await summarize_prepared(session, summarizer, prep, instructions, report,
@@ -102,11 +127,16 @@ async def summarized(core: Core, opened: OpenSession, prep: CompactionPreparatio
         estimated_tokens_after=tokens_after(opened, data, prep.first_kept_entry_id),
         details=data.get("details"), usage=text.usage, gate=gate_of(text.gate),
     )
-    if committable:
-        core.drafts.add(draft, entry=data, prep=prep, leaf_id=leaf_id)
-    else:
-        core.drafts.add(draft)
-    return draft
+    if not committable:
+        return core.drafts.add(draft, tokens_at=tokens_at, instructions=instructions)
+    return core.drafts.add(draft, entry=data, prep=prep, leaf_id=leaf_id, tokens_at=tokens_at,
+                           instructions=instructions)
+
+
+def context_size(core: Core, opened: OpenSession) -> int:
+    """The leaf's context size as ``pi/append`` reports it (``contextTokens``)."""
+    session = opened.session
+    return leaf_context_tokens(session, session.context().messages, core.settings_for(opened).tokenizer)
 
 
 def tokens_after(opened: OpenSession, data: dict[str, object], first_kept: str) -> int:
@@ -137,12 +167,17 @@ async def commit(core: Core, opened: OpenSession, params: CommitDraftParams) -> 
         raise livewriter.refuse(held, "commit a draft", "/compact")
     try:
         check_live_writer(core, opened, force=params.force, action="commit a draft")
-        entry = _write(core, opened, stored, params.summary)
+        entry = write(core, opened, stored, params.summary)
     except PiError as exc:
         core.notify(methods.COMPACTION_FAILED, failure(opened.key, "manual", exc))
         raise
+    return written(core, opened, stored, entry, "manual")
+
+
+def written(core: Core, opened: OpenSession, stored: StoredDraft, entry: Entry, reason: Reason) -> CompactResult:
+    """After the draft ``stored`` was written as ``entry``: mark it, notify, and the ``pi/compact`` result."""
     stored.committed = True
-    core.notify(methods.COMPACTED, Compacted(session_id=opened.key, entry=entry.data, reason="manual"))
+    core.notify(methods.COMPACTED, Compacted(session_id=opened.key, entry=entry.data, reason=reason))
     core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=opened.session.leaf_id,
                                                         reason="compaction"))
     after = estimated_tokens_after(opened.session)
@@ -153,7 +188,7 @@ async def commit(core: Core, opened: OpenSession, params: CommitDraftParams) -> 
                          outcome="compacted", gate=gate)
 
 
-def _write(core: Core, opened: OpenSession, stored: StoredDraft, summary: str | None) -> Entry:
+def write(core: Core, opened: OpenSession, stored: StoredDraft, summary: str | None = None) -> Entry:
     """Append the draft's entry (``summary`` instead of its own) under the leaf rules of a compaction commit."""
     assert stored.entry is not None and stored.prep is not None
     session = opened.session

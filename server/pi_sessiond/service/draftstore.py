@@ -42,7 +42,9 @@ class StoredDraft:
 
     ``entry`` is the compaction entry to append and ``prep`` the preparation it
     summarizes, at the leaf ``leaf_id``; all ``None`` for a draft the daemon
-    cannot write (a branch summary, a preparation Pi gave).
+    cannot write (a branch summary, a preparation Pi gave). ``tokens_at`` is the
+    context size when it was prepared, ``instructions`` the ``customInstructions``
+    it was made with (only a draft without any is reused by other requests).
     """
 
     draft: Draft
@@ -50,6 +52,8 @@ class StoredDraft:
     entry: JsonDict | None = None
     prep: CompactionPreparation | None = None
     leaf_id: str | None = None
+    tokens_at: int = 0
+    instructions: str | None = None
     committed: bool = False
 
 
@@ -63,12 +67,12 @@ class DraftStore:
         self._per_session = per_session
         self._by_session: dict[str, dict[str, StoredDraft]] = {}
 
-    def add(self, draft: Draft, *, entry: JsonDict | None = None, prep: CompactionPreparation | None = None,
-            leaf_id: str | None = None) -> StoredDraft:
-        """Keep ``draft`` (its ``expires_at`` is set here) and drop the session's oldest beyond the cap."""
+    def add(self, draft: Draft, **fields: Any) -> StoredDraft:
+        """Keep ``draft`` with :class:`StoredDraft`'s other ``fields`` (its ``expires_at`` is set here) and drop
+        the session's oldest beyond the cap."""
         expires = self._clock() + self._seconds
         draft.expires_at = iso_time(expires)
-        stored = StoredDraft(draft=draft, expires=expires, entry=entry, prep=prep, leaf_id=leaf_id)
+        stored = StoredDraft(draft=draft, expires=expires, **fields)
         drafts = self._by_session.setdefault(draft.session_id, {})
         drafts[draft.draft_id] = stored
         while len(drafts) > self._per_session:
@@ -93,6 +97,15 @@ class DraftStore:
         now = self._clock()
         kept = self._by_session.get(session_id, {}).values()
         return [s for s in reversed(list(kept)) if not s.committed and now < s.expires]
+
+    def same_range(self, session_id: str, first_kept_entry_id: str) -> StoredDraft | None:
+        """The newest committable draft made without instructions that keeps from ``first_kept_entry_id``.
+
+        The path to an entry never changes, so the range before it (what the draft summarizes) is the same
+        for every leaf that keeps from it.
+        """
+        return next((s for s in self.drafts(session_id) if s.entry is not None and s.instructions is None
+                     and s.draft.first_kept_entry_id == first_kept_entry_id), None)
 
     def forget(self, session_id: str) -> None:
         """Drop every draft of ``session_id`` (it was closed)."""

@@ -11,6 +11,10 @@ Invariants:
 - Cancelling the request that awaits :meth:`JobManager.run` cancels the job
   task itself (``await`` on a task forwards the cancellation), and the request
   sees ``CancelledError`` once the job has cleaned up.
+- A job started with ``yields`` (the background draft of ``compaction.prepareAt``)
+  gives its slot to any other job: starting one for its session, or beyond
+  ``limit()`` while it runs, cancels it (it is dropped from the table at once
+  and cleans up on its own), and :meth:`JobManager.check` does not count it.
 - Reads and appends never wait for jobs: nothing here takes a lock.
 """
 
@@ -41,6 +45,7 @@ class Job:
     started: float  # time.time() when it started
     task: asyncio.Task[object] = attrs.field(repr=False)
     background: bool = False
+    yields: bool = False
 
     @property
     def state(self) -> str:
@@ -70,14 +75,15 @@ class JobManager:
     def check(self, session_id: str) -> None:
         """Raise :class:`Busy` if a job could not start for ``session_id`` now."""
         current = self._jobs.get(session_id)
-        if current is not None:
+        if current is not None and not current.yields:
             raise Busy(
                 f"a {current.kind} ({current.reason}) is already running for this session",
                 data={"kind": current.kind, "jobReason": current.reason},
             )
         limit = max(1, self._limit())
-        if len(self._jobs) >= limit:
-            raise Busy(f"{len(self._jobs)} summaries are running (daemon.maxConcurrentSummaries is {limit})")
+        holding = sum(1 for job in self._jobs.values() if not job.yields)
+        if holding >= limit:
+            raise Busy(f"{holding} summaries are running (daemon.maxConcurrentSummaries is {limit})")
 
     def start(
         self,
@@ -87,12 +93,21 @@ class JobManager:
         work: Callable[[], Awaitable[T]],
         *,
         background: bool = False,
+        yields: bool = False,
     ) -> Job:
-        """Start ``work()`` as a job; raises :class:`Busy` (and never calls ``work``) when it cannot."""
-        self.check(session_id)
+        """Start ``work()`` as a job; raises :class:`Busy` (and never calls ``work``) when it cannot.
+
+        A ``yields`` job starts only in a free slot; any other job makes room by cancelling yielding ones.
+        """
+        if yields:
+            if session_id in self._jobs or len(self._jobs) >= max(1, self._limit()):
+                raise Busy("no free summarizer slot for a background draft")
+        else:
+            self.check(session_id)
+            self._make_room(session_id)
         task: asyncio.Task[object] = asyncio.ensure_future(work())
         job = Job(session_id=session_id, kind=kind, reason=reason, started=time.time(), task=task,
-                  background=background)
+                  background=background, yields=yields)
         self._jobs[session_id] = job
         task.add_done_callback(lambda t: self._finished(job))
         return job
@@ -104,6 +119,22 @@ class JobManager:
         job = self.start(session_id, kind, reason, work)
         result: T = await job.task  # type: ignore[assignment]
         return result
+
+    def _make_room(self, session_id: str) -> None:
+        """Cancel the yielding jobs in the way of a new job of ``session_id`` (its own, then the oldest)."""
+        current = self._jobs.get(session_id)
+        if current is not None and current.yields:
+            self._drop(current)
+        limit = max(1, self._limit())
+        for job in [j for j in self._jobs.values() if j.yields]:
+            if len(self._jobs) < limit:
+                break
+            self._drop(job)
+
+    def _drop(self, job: Job) -> None:
+        log.info("the background %s of %s yields its slot", job.reason, job.session_id)
+        job.task.cancel()
+        del self._jobs[job.session_id]
 
     def _finished(self, job: Job) -> None:
         if self._jobs.get(job.session_id) is job:

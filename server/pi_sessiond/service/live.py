@@ -11,6 +11,13 @@ Contracts:
 - The summarizer, its settings, retries and output limits are the session's
   (as ``pi/compact`` uses them); the work is a job of the session (``busy``
   beside another one), with a progress bar when a ``workDoneToken`` is given.
+- Without ``preparation``, with reason ``threshold`` or ``overflow``, a draft
+  prepared in the background (``compaction.prepareAt``) that still holds and is
+  enough is the answer, with its own (possibly older) ``firstKeptEntryId``: the
+  caller writes the DRAFT's ``firstKeptEntryId``, ``tokensBefore`` and
+  ``details``. With ``preparation`` the answer always summarizes exactly that
+  range (a kept draft of that very range is reused), so the caller may write the
+  preparation's ``firstKeptEntryId``.
 - Every DRAFT is kept in the daemon's draft store (``service.drafts``) until
   its ``expiresAt``; one of the daemon's own preparation of the leaf can be
   written with ``pi/commitDraft``, the others (Pi's preparation, a branch)
@@ -30,7 +37,7 @@ from pi_sessiond.compaction.tokens import CompactionSettings, estimate_tokens
 from pi_sessiond.errors import InvalidParams
 from pi_sessiond.pipeline.compaction import session_reasoning
 from pi_sessiond.pipeline.navigation import generate_branch_summary
-from pi_sessiond.service import drafts
+from pi_sessiond.service import drafts, preparing
 from pi_sessiond.service.compaction import Report, with_progress
 from pi_sessiond.service.core import Core
 from pi_sessiond.service.interface import ProgressFactory
@@ -60,6 +67,8 @@ async def summarize(core: Core, params: SummarizeParams, progress: ProgressFacto
         return await with_progress(progress, title, params.work_done_token,
                                    lambda report: _draft(core, opened, params, report))
 
+    if kind == "compaction":
+        await drafts.settle(core, opened, params.custom_instructions)  # a background draft may be the answer
     return await core.jobs.run(opened.key, kind, f"summarize:{params.reason}", work)
 
 
@@ -70,12 +79,20 @@ async def _draft(core: Core, opened: OpenSession, params: SummarizeParams, repor
 
 
 async def _compaction_draft(core: Core, opened: OpenSession, params: SummarizeParams, report: Report) -> Draft:
-    """Pi's preparation summarized (kept, not committable: Pi writes it), else the leaf's (committable)."""
+    """Pi's preparation summarized (kept, not committable: Pi writes it), else the leaf's (committable);
+    at a threshold or overflow the prepared draft when it does the job (``service.preparing``)."""
+    if params.custom_instructions is None and params.preparation is None:
+        prepared = await preparing.for_threshold(core, opened, params.reason, report)
+        if prepared is not None:
+            return prepared.draft
     if params.preparation is None:
         return await drafts.leaf_draft(core, opened, params.custom_instructions, report)
     prep = from_hook_preparation(params.preparation, core.compaction_settings(opened))
-    return await drafts.summarized(core, opened, prep, params.custom_instructions, report, leaf_id=None,
-                                   committable=False)
+    if params.custom_instructions is None:
+        prep = preparing.narrowed(core, opened, prep) or prep  # only what a kept draft does not cover
+    stored = await drafts.summarized(core, opened, prep, params.custom_instructions, report, leaf_id=None,
+                                     committable=False)
+    return stored.draft
 
 
 async def _branch_draft(core: Core, opened: OpenSession, params: SummarizeParams, report: Report) -> Draft:

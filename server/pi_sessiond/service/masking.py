@@ -8,10 +8,13 @@ edits applied (usage figures are not trusted after an edit, as in Pi).
 Masking changes the prompt prefix, so a provider's prompt cache misses once.
 Writing edits beside a live writer would leave them on a side branch, so the
 ``liveWriter`` guard applies (``force`` overrides; a dry run writes nothing).
+On a session a live Pi holds, the Pi extension asks ``pi/mask {dryRun: true,
+reason: "threshold"}`` at Pi's turn boundary and Pi writes the edits itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +25,7 @@ from pi_protocol.params import MaskParams, UnmaskParams
 from pi_protocol.results import MaskResult, SessionChanged
 from pi_protocol.settings import Settings
 from pi_sessiond.compaction.masking import Masked, MaskRule, chosen, is_masked, select
-from pi_sessiond.compaction.tokens import pure_estimate
+from pi_sessiond.compaction.tokens import pure_estimate, should_compact
 from pi_sessiond.errors import InvalidParams
 from pi_sessiond.estimators import get_estimator
 from pi_sessiond.service import livewriter, views
@@ -31,6 +34,7 @@ from pi_sessiond.service.livewriter import check_live_writer
 from pi_sessiond.service.models import context_window
 from pi_sessiond.service.registry import OpenSession
 from pi_sessiond.service.stats import projected_context_tokens
+from pi_sessiond.store.guard import ChangedUnderneathError
 from pi_sessiond.store.session import Session
 
 JsonDict = dict[str, Any]
@@ -75,7 +79,8 @@ def estimate_after(session: Session, settings: Settings, replaced: dict[str, Any
 
 
 def refuse_if_live_pi(opened: OpenSession) -> None:
-    """Edits written beside a live Pi would never reach its context: Pi has to compact itself."""
+    """Edits written beside a live Pi would never reach its context: on demand Pi has to compact itself
+    (at its threshold the extension has Pi write the masking tier's edits, ``reason: "threshold"``)."""
     held = livewriter.live_pi(opened.session.path)
     if held is not None:
         raise livewriter.refuse(held, "trim the context", "/compact")
@@ -126,14 +131,35 @@ def mask_first(core: Core, opened: OpenSession) -> MaskedFirst | None:
     return MaskedFirst(edits=edits, tokens_before=before, tokens_after=after, enough=enough)
 
 
+def threshold_due(core: Core, opened: OpenSession, tokens: int) -> bool:
+    """Whether the masking tier runs now: ``compaction.enabled`` and ``compaction.masking.enabled``, and
+    ``tokens`` (the leaf's context) past Pi's threshold (window − ``reserveTokens``)."""
+    settings = core.settings_for(opened)
+    if not settings.compaction.masking.enabled:
+        return False
+    window = context_window(settings, opened.session.context().model)
+    return should_compact(tokens, window, core.compaction_settings(opened, settings))
+
+
 def mask(core: Core, opened: OpenSession, params: MaskParams) -> MaskResult:
-    """``pi/mask``: mask (or with ``dryRun`` only show) the chosen tool results."""
+    """``pi/mask``: mask (or with ``dryRun`` only show) the chosen tool results.
+
+    Other writers' lines are folded in first (a live Pi's newest turn counts). With
+    ``reason: "threshold"`` nothing is picked unless :func:`threshold_due`.
+    """
+    threshold = params.reason == "threshold"
+    if threshold and params.entry_ids is not None:
+        raise InvalidParams("entryIds: not with reason threshold (the masking tier picks what it masks)")
     if not params.dry_run:
         refuse_if_live_pi(opened)
         check_live_writer(core, opened, force=params.force, action="mask")
+    with contextlib.suppress(ChangedUnderneathError):
+        opened.session.refresh()
     session, settings = opened.session, core.settings_for(opened)
-    picked = masking_edits(session, settings, params.entry_ids)
     before = projected_context_tokens(session, settings.tokenizer)
+    if threshold and not threshold_due(core, opened, before):
+        return MaskResult(edits=[], tokens_before=before, tokens_after=before)
+    picked = masking_edits(session, settings, params.entry_ids)
     blocks = {m.entry.id: [{"type": "text", "text": m.text}] for m in picked}
     after = estimate_after(session, settings, blocks) if picked else before
     rows = [edit_row(target, content) for target, content in blocks.items()]

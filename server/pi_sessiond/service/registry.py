@@ -39,6 +39,7 @@ class OpenSession:
     turn_compacted: bool = False  # an automatic compaction ran in this turn (loop guard)
     overflow_attempted: bool = False  # Pi's "overflow recovery already attempted" flag
     auto_compaction_floor: int | None = None  # after pi/undo: no auto-compaction below this many tokens
+    threshold_waiting: bool = False  # the threshold was crossed while the background draft ran (prepareAt)
 
 
 class Registry:

@@ -8,7 +8,9 @@ Contracts:
   first seen not live announces nothing; any later change is announced.
 - While Pi holds a session, growth of its file (Pi's appends) is folded in
   (``Session.refresh``: the leaf follows entries that continue it) and announced as
-  ``pi/sessionChanged`` with reason ``external`` so editors refresh.
+  ``pi/sessionChanged`` with reason ``external`` so editors refresh, and
+  ``compaction.prepareAt`` may start a background draft for Pi's
+  ``session_before_compact`` to reuse (``service.preparing``).
 - The polling task runs only inside an event loop (the daemon; not the
   in-process command line), is held by a strong reference and is cancelled by
   :meth:`LiveWatch.aclose`. Nothing here reads more than a lock body and a
@@ -28,6 +30,7 @@ from pi_protocol import methods
 from pi_protocol.live import SessionLive
 from pi_protocol.results import SessionChanged
 from pi_sessiond.errors import PiError
+from pi_sessiond.service import drafts, preparing
 from pi_sessiond.service.core import Core
 from pi_sessiond.service.livewriter import live_pi
 from pi_sessiond.service.registry import OpenSession
@@ -124,6 +127,7 @@ class LiveWatch:
         if self.core.jobs.get(key) is None:
             try:
                 opened.session.refresh()
+                preparing.after_growth(self.core, opened, drafts.context_size(self.core, opened))
             except PiError as exc:
                 log.info("could not follow %s: %s", key, exc.message)
         leaf = opened.session.leaf_id

@@ -3,9 +3,11 @@
 Invariant: ``data`` is the entry exactly as Pi writes it (camelCase keys, Pi's
 key order, unknown fields kept). The skeleton fields (``id``, ``parent_id``,
 ``type``, ``timestamp``, and a message's ``role`` when it is the message's
-first key, as Pi writes it) are read at load time; the full JSON object is
-parsed lazily from the file's bytes on first access, so opening a huge file
-only pays for the skeleton, and a context only for the entries it contains.
+first key, as Pi writes it) are read from the line's start; the full JSON
+object is parsed lazily from the file's bytes on first access. Opening a file
+makes no ``Entry`` for a standard message line at all (``scan.py``: its id and
+parent wait in ``table.EntryTable`` columns until someone asks for the entry),
+so a context only pays for the entries it contains.
 ``raw`` is the original line while the entry is unchanged, so an untouched
 line is written back byte-identical.
 """

@@ -12,10 +12,18 @@ the path (Pi rebuilds, ~0.5 s on a 100k-entry session):
 * anything else (leaf moved, a compaction appended) drops the cache and the
   next read rebuilds it with :func:`~pi_sessiond.store.projection.project_path`.
 
+The leaf's path (root -> leaf) is kept the same way: extended when an entry is
+appended under the leaf, walked again after the leaf moved elsewhere.
+
 So results always equal a fresh ``buildSessionContext``. A returned context is
 a snapshot: the message list it views is never changed afterwards (an in-place
 edit first copies a list that a snapshot may be viewing: one pointer copy per
 edit, no re-projection).
+
+Every in-place re-projection is recorded in the current :class:`ProjectionLog`
+(a rebuild starts a new one), which :meth:`LiveContext.projection` snapshots
+hand to consumers (compaction's preparation index folds in only those and the
+appended entries).
 """
 
 from __future__ import annotations
@@ -27,7 +35,15 @@ from typing import Any, overload
 from pi_sessiond.store.context import SessionContext
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.files import gc_paused
-from pi_sessiond.store.projection import ProjectedEntry, apply_settings, latest_edits, project_entry, project_path
+from pi_sessiond.store.projection import (
+    ProjectedEntry,
+    Projection,
+    ProjectionLog,
+    apply_settings,
+    latest_edits,
+    project_entry,
+    project_path,
+)
 from pi_sessiond.store.tree import SessionTree
 
 _STALE = object()
@@ -83,6 +99,17 @@ class LiveContext:
         self._views: list[weakref.ref[MessagesView]] = []  # snapshots of _messages (dead ones pruned)
         self._thinking: Any = "off"
         self._model: dict[str, Any] | None = None
+        self._log = ProjectionLog()
+        self._path: list[Entry] = []  # root -> _path_leaf, extended on append like the projection
+        self._path_leaf: object = _STALE
+
+    def path(self) -> list[Entry]:
+        """Root -> ``tree.leaf_id`` (a new list; O(path) only after the leaf moved elsewhere)."""
+        leaf = self._tree.leaf_id
+        if self._path_leaf is _STALE or self._path_leaf != leaf:
+            self._path = self._tree.path()
+            self._path_leaf = leaf
+        return list(self._path)
 
     def get(self) -> SessionContext:
         """The context of the current leaf (a snapshot; O(1) unless an edit was applied)."""
@@ -101,9 +128,16 @@ class LiveContext:
             self._rebuild()
         return list(self._entries)
 
+    def projection(self) -> Projection:
+        """A snapshot of the current leaf's projection, with its log (see ``ProjectionLog``)."""
+        if self._leaf is _STALE or self._leaf != self._tree.leaf_id:
+            self._rebuild()
+        return Projection(list(self._entries), self._thinking, self._model,
+                          log=self._log, log_length=len(self._log.replaced))
+
     def _rebuild(self) -> None:
         with gc_paused():
-            projection = project_path(self._tree.path())
+            projection = project_path(self._tree.path_view())  # makes only the context's entries
         self._entries = list(projection.entries)
         self._slot = {p.entry.id: i for i, p in enumerate(self._entries)}
         self._edits = latest_edits([p.entry for p in self._entries])
@@ -114,11 +148,17 @@ class LiveContext:
             self._messages.extend(projected.messages)
         self._shifts = []
         self._views = []
+        self._log = ProjectionLog()
         self._thinking, self._model = projection.thinking_level, projection.model
         self._leaf = self._tree.leaf_id
 
     def on_append(self, entry: Entry) -> None:
         """``entry`` was just appended under the previous leaf."""
+        if self._path_leaf is not _STALE and entry.parent_id == self._path_leaf:
+            self._path.append(entry)
+            self._path_leaf = entry.id
+        else:
+            self._path_leaf = _STALE
         if self._leaf is _STALE or entry.parent_id != self._leaf or entry.type == "compaction":
             self._leaf = _STALE
             return
@@ -143,9 +183,11 @@ class LiveContext:
         old = self._entries[index]
         if old.entry.type == "compaction" and index > 0:
             self._entries[index] = ProjectedEntry(old.entry, [], edit)
+            self._log.replaced.append(index)
             return
         new = ProjectedEntry(old.entry, project_entry(old.entry, edit), edit)
         self._entries[index] = new
+        self._log.replaced.append(index)
         if any(r() is not None for r in self._views):  # a snapshot still views this list: leave it
             self._messages = list(self._messages)
         self._views = []

@@ -16,6 +16,7 @@ from typing import Any
 
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.reader import ReadResult, Warning
+from pi_sessiond.store.table import EntryTable
 
 CURRENT_VERSION = 3
 
@@ -78,8 +79,9 @@ def _v2_to_v3(result: ReadResult) -> None:
 
 
 def _drop_idless(result: ReadResult) -> None:
-    if all(e.id for e in result.entries):
-        return
+    entries = result.entries
+    if "" not in (entries.ids if isinstance(entries, EntryTable) else [e.id for e in entries]):
+        return  # the usual case, decided from the id column without making entries
     kept = []
     for entry in result.entries:
         if entry.id:

@@ -19,6 +19,11 @@ items 1 and 2):
    context entry contributes nothing.
 
 Messages are Pi's JSON objects; unedited stored messages are shared, not copied.
+
+A projection of the live leaf (``store/livecontext.py``) carries a
+:class:`ProjectionLog`: which of its entries were re-projected in place since
+the live projection was last rebuilt, so consumers that derive per-entry data
+(compaction's preparation index) fold in only what was appended or re-projected.
 """
 
 from __future__ import annotations
@@ -30,9 +35,9 @@ import attrs
 
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.kinds import EDITABLE_ROLES, entry_messages
+from pi_sessiond.store.table import ids_of, types_of
 
 JsonDict = dict[str, Any]
-_UNSEEN: Any = object()
 
 
 @attrs.frozen
@@ -49,13 +54,33 @@ class ProjectedEntry:
         return self.edit is not None and not self.messages and bool(entry_messages(self.entry))
 
 
+@attrs.define(eq=False)
+class ProjectionLog:
+    """The history of one live projection, from its last rebuild on.
+
+    Contract: between two rebuilds the live projection's entries only grow at
+    the end, or entry ``i`` is re-projected in place (a context edit), and then
+    ``i`` is appended to ``replaced``. A rebuild starts a new log, so anything a
+    consumer keeps in ``memo`` (keyed by the consumer's name) dies with it.
+    """
+
+    replaced: list[int] = attrs.field(factory=list)
+    memo: dict[str, Any] = attrs.field(factory=dict)
+
+
 @attrs.frozen
 class Projection:
-    """Pi's ``SessionProjection``: ``messages`` is the flattened ``entries[*].messages``."""
+    """Pi's ``SessionProjection``: ``messages`` is the flattened ``entries[*].messages``.
+
+    ``log`` is set on a snapshot of the live projection: the snapshot's entries are
+    its projection after ``log.replaced[:log_length]`` (``None`` for any other).
+    """
 
     entries: Sequence[ProjectedEntry]
     thinking_level: Any = "off"
     model: JsonDict | None = None
+    log: ProjectionLog | None = attrs.field(default=None, eq=False, repr=False)
+    log_length: int = attrs.field(default=0, eq=False, repr=False)
 
     @property
     def messages(self) -> list[JsonDict]:
@@ -67,20 +92,24 @@ def path_settings(path: Sequence[Entry]) -> tuple[Any, JsonDict | None]:
     """``(thinkingLevel, model)`` of a path, as ``getSessionContextSettings``.
 
     Each setting is the latest entry that sets it, so the path is read from the
-    leaf back and only those entries are parsed (roles come from the skeleton).
+    leaf back and only those entries are parsed (roles come from the skeleton;
+    on a :class:`~pi_sessiond.store.table.PathView` the types need no entry).
     """
-    thinking: Any = _UNSEEN
-    model: Any = _UNSEEN
-    for entry in reversed(path):
-        kind = entry.type
-        if kind == "thinking_level_change" and thinking is _UNSEEN:
-            thinking = apply_settings(entry, None, None)[0]
-        elif model is _UNSEEN and (kind == "model_change" or (kind == "message" and entry.role == "assistant"
-                                                               and entry.message is not None)):
-            model = apply_settings(entry, None, None)[1]
-        elif thinking is not _UNSEEN and model is not _UNSEEN:
-            break
-    return ("off" if thinking is _UNSEEN else thinking), (None if model is _UNSEEN else model)
+    types = types_of(path)
+    try:  # a C-speed search back: no entry is made on the way
+        latest = len(types) - 1 - types[::-1].index("thinking_level_change")
+        thinking: Any = apply_settings(path[latest], None, None)[0]
+    except ValueError:
+        thinking = "off"
+    for at in range(len(types) - 1, -1, -1):
+        kind = types[at]
+        if kind == "model_change" or (kind == "message" and _is_assistant(path[at])):
+            return thinking, apply_settings(path[at], None, None)[1]
+    return thinking, None
+
+
+def _is_assistant(entry: Entry) -> bool:
+    return entry.role == "assistant" and entry.message is not None
 
 
 def apply_settings(entry: Entry, thinking: Any, model: JsonDict | None) -> tuple[Any, JsonDict | None]:
@@ -106,15 +135,16 @@ def context_entries(path: Sequence[Entry]) -> list[Entry]:
     Read from the leaf back (ids on a path are unique): only the kept range's
     roles are looked at, so entries summarized away are never parsed.
     """
-    at = len(path) - 1
-    while at >= 0 and path[at].type != "compaction":
-        at -= 1
-    if at < 0:
+    types = types_of(path)
+    try:
+        at = len(types) - 1 - types[::-1].index("compaction")
+    except ValueError:
         return list(path)
     latest = path[at]
     first_kept = latest.data.get("firstKeptEntryId")
+    ids = ids_of(path)
     start = at - 1
-    while start >= 0 and path[start].id != first_kept:
+    while start >= 0 and ids[start] != first_kept:
         start -= 1
     selected = [latest]
     if start >= 0:

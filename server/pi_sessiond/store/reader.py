@@ -1,10 +1,18 @@
-"""Reading a session file: header, entries and what had to be skipped.
+"""Reading a session file one line at a time: header, entries and what had to be skipped.
 
-Fast path: Pi writes every entry as ``{"type":…,"id":…,"parentId":…,
-"timestamp":…`` first, so the skeleton is read with one regex per line and the
-rest of the line is parsed only when needed (``Entry.data``). Lines that do not
-match (legacy v1 lines, ``custom`` entries, hand-edited files) and lines long
-enough to be nested deeper than ``MAX_DEPTH`` are parsed in full.
+This is the reference reader. ``Session.open`` goes through ``scan.py``, which
+reads the standard message lines of a v3 file without a Python loop or object
+per line and hands every other line to :func:`_read_line` here, so both give
+the same entries, warnings and kept lines (``tests/unit/store/test_scan.py``);
+this module alone reads old versions, files without a header on line 1, and
+the lines other programs append (``Session._fold_in``).
+
+Lazy bodies: Pi writes every entry as ``{"type":…,"id":…,"parentId":…,
+"timestamp":…`` first, so a message line's skeleton is read with one regex and
+the rest of the line is parsed only when needed (``Entry.data``). Lines that do
+not match (legacy v1 lines, ``custom`` entries, hand-edited files), the other
+entry types, and lines long enough to be nested deeper than ``MAX_DEPTH`` are
+parsed in full.
 
 Depth: lines nested up to ``jsontext.MAX_DEPTH`` (100,000) levels are read (Pi's
 ``JSON.parse`` reads them too); a deeper line is skipped with a warning and
@@ -26,6 +34,7 @@ import attrs
 
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.jsontext import MAX_DEPTH, TooDeepError, loads
+from pi_sessiond.store.table import EntryTable
 
 _SKELETON = re.compile(
     rb'\{"type":"([a-z_]+)","id":"([^"\\]*)","parentId":(?:null|"([^"\\]*)"),"timestamp":"([^"\\]*)"'
@@ -52,7 +61,7 @@ class ReadResult:
     """A session file as read: nothing here has been migrated yet."""
 
     header: dict[str, Any] | None
-    entries: list[Entry]
+    entries: list[Entry] | EntryTable
     warnings: list[Warning]
     size: int
     ends_with_newline: bool

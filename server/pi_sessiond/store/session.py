@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_sessiond.store.building import Completer, build_entries, new_header, placeholder_header, render_file
-from pi_sessiond.store.context import UNSET, SessionContext, _Unset, build_session_context, resolve_leaf, walk_path
+from pi_sessiond.store.context import UNSET, SessionContext, _Unset, build_session_context, resolve_leaf
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.errors import (
     InterleavedWriteError,
@@ -56,7 +56,9 @@ from pi_sessiond.store.livecontext import LiveContext
 from pi_sessiond.store.migrate import CURRENT_VERSION, header_version, migrate
 from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES, check_line_count, check_new_file, check_session_file
 from pi_sessiond.store.projection import Projection, project_path
-from pi_sessiond.store.reader import Warning, parse_session_bytes, read_session_file
+from pi_sessiond.store.reader import Warning, parse_session_bytes
+from pi_sessiond.store.scan import read_session_file
+from pi_sessiond.store.table import EntryTable
 from pi_sessiond.store.tree import SessionTree, timestamp_ms
 
 JsonDict = dict[str, Any]
@@ -150,7 +152,7 @@ class Session:
         return self.tree.leaf_id
 
     @property
-    def entries(self) -> list[Entry]:
+    def entries(self) -> EntryTable:
         return self.tree.entries
 
     @property
@@ -166,7 +168,9 @@ class Session:
         return found
 
     def path_to(self, entry_id: str | None = None) -> list[Entry]:
-        """Root -> entry (default: the leaf)."""
+        """Root -> entry (default: the leaf, whose path is kept up to date by appends); a new list."""
+        if entry_id is None or entry_id == self.tree.leaf_id:
+            return self._live.path()
         return self.tree.path(entry_id)
 
     def context(self, leaf_id: str | _Unset | None = UNSET) -> SessionContext:
@@ -186,10 +190,9 @@ class Session:
         if isinstance(leaf_id, _Unset) or leaf_id == self.tree.leaf_id:
             if self.tree.leaf_id is None:
                 return Projection([])
-            context = self._live.get()
-            return Projection(self._live.projected_entries(), context.thinking_level, context.model)
+            return self._live.projection()
         leaf = resolve_leaf(self.entries, leaf_id, self.tree.by_id)
-        return project_path(walk_path(leaf, self.tree.by_id)) if leaf is not None else Projection([])
+        return project_path(self.tree.path_view(leaf.id)) if leaf is not None else Projection([])
 
     def replace_tree(self, tree: SessionTree) -> None:
         """Swap in another tree (used when building a session from a path)."""

@@ -1,8 +1,10 @@
 """The session tree: entries indexed by id, children, paths, labels, leaf.
 
 Pure and in memory. Invariants:
-- ``entries`` is file order; ``by_id`` maps each id to its entry (a later
-  duplicate id wins, as in Pi).
+- ``entries`` is file order, an :class:`~pi_sessiond.store.table.EntryTable`
+  (entries of an opened file are made on first use); ``by_id`` maps each id to
+  its entry (a later duplicate id wins, as in Pi). Children, paths and roots are
+  worked out from the table's id columns, without making entries.
 - ``children[p]`` lists the ids whose parent is ``p`` in file order (built
   lazily: opening a file and walking paths never needs it); Pi's tree view
   orders them by timestamp (``sorted_children``).
@@ -21,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.table import EntryMap, EntryTable, PathView
 
 
 def timestamp_ms(iso: str) -> float:
@@ -34,36 +37,34 @@ def timestamp_ms(iso: str) -> float:
 class SessionTree:
     """All entries of one session and the current leaf."""
 
-    def __init__(self, entries: list[Entry] | None = None) -> None:
-        self.entries: list[Entry] = []
-        self.by_id: dict[str, Entry] = {}
+    def __init__(self, entries: Sequence[Entry] | None = None) -> None:
+        self.entries: EntryTable = entries if isinstance(entries, EntryTable) else EntryTable.of(entries or ())
+        self.by_id: EntryMap = EntryMap(self.entries)
         self._children: dict[str | None, list[str]] | None = None
         self.labels: dict[str, str] = {}
         self.label_timestamps: dict[str, str] = {}
         self.name: str | None = None
         self.leaf_id: str | None = None
-        if entries:
-            self._index_all(entries)
+        if self.entries:
+            self._index_all()
 
-    def _index_all(self, entries: list[Entry]) -> None:
-        # Bulk version of add(): same result, a fraction of the per-entry cost.
-        self.entries = list(entries)
-        self.by_id = {entry.id: entry for entry in entries}  # a later duplicate wins
-        for entry in [e for e in entries if e.type != "message"]:
+    def _index_all(self) -> None:
+        # Bulk version of add(): only the entries already made can be labels or names (scan.py).
+        for entry in [e for e in self.entries.given() if e.type != "message"]:
             self._apply_meta(entry)
-        self.leaf_id = entries[-1].id
+        self.leaf_id = self.entries.ids[-1]
 
     @property
     def children(self) -> dict[str | None, list[str]]:
-        """Parent id -> child ids in file order (built on first use)."""
+        """Parent id -> child ids in file order (built on first use, from the id columns)."""
         if self._children is None:
             children: dict[str | None, list[str]] = {}
-            for entry in self.entries:
-                siblings = children.get(entry.parent_id)
+            for parent, entry_id in zip(self.entries.parents, self.entries.ids, strict=True):
+                siblings = children.get(parent)
                 if siblings is None:
-                    children[entry.parent_id] = [entry.id]
+                    children[parent] = [entry_id]
                 else:
-                    siblings.append(entry.id)
+                    siblings.append(entry_id)
             self._children = children
         return self._children
 
@@ -75,12 +76,11 @@ class SessionTree:
 
     def get(self, entry_id: str | None) -> Entry | None:
         """The entry with ``entry_id``, or ``None``."""
-        return self.by_id.get(entry_id) if entry_id is not None else None
+        return self.entries.get(entry_id)
 
     def add(self, entry: Entry) -> None:
         """Index an entry (already in file order) and make it the leaf."""
         self.entries.append(entry)
-        self.by_id[entry.id] = entry
         if self._children is not None:
             self._children.setdefault(entry.parent_id, []).append(entry.id)
         self.leaf_id = entry.id
@@ -136,19 +136,12 @@ class SessionTree:
 
     def path(self, entry_id: str | None = None) -> list[Entry]:
         """Root -> ``entry_id`` (default: the leaf), inclusive; ``[]`` if unknown."""
+        return list(self.path_view(entry_id))
+
+    def path_view(self, entry_id: str | None = None) -> PathView:
+        """:meth:`path` as a view: entries are made only when read (``types``/``ids`` make none)."""
         target = self.leaf_id if entry_id is None else entry_id
-        by_id, limit = self.by_id, len(self.by_id)
-        up: list[Entry] = []
-        current = by_id.get(target) if target is not None else None
-        while current is not None:  # tight loop; a path longer than the tree means a cycle
-            up.append(current)
-            if len(up) > limit:
-                up = list(self.iter_up(target))
-                break
-            parent = current.parent_id
-            current = by_id.get(parent) if parent else None
-        up.reverse()
-        return up
+        return PathView(self.entries, self.entries.path_positions(target))
 
     def sorted_children(self, entry_id: str) -> list[Entry]:
         """Children as Pi's ``getTree`` orders them: by timestamp, stable."""

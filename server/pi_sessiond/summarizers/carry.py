@@ -27,6 +27,8 @@ Invariants:
   one replaces as one more goal (``Earlier request (verbatim): …``, it may
   hold requirements no structural cue shows); at most ``GOALS_KEPT`` (the
   first and the newest), ``EARLIER_REQUESTS`` of them earlier requests.
+* Constraints, carried and new, stay within the size bound of
+  :func:`~.facts.bounded` (what is left out is counted in the last item).
 * A carried TODO is dropped when it is ticked or names a file the range
   changed (done since). Bounded: at most ``TODOS_KEPT`` TODOs and
   ``CARRIED_IDENTIFIERS`` carried identifiers beyond the range's own.
@@ -42,8 +44,8 @@ from typing import Any
 import attrs
 
 from pi_sessiond.summarizers.cues import constraint_sentences
-from pi_sessiond.summarizers.facts import Facts, dedupe
-from pi_sessiond.summarizers.gate import MARK, SUPERSEDED
+from pi_sessiond.summarizers.facts import SUPERSEDED, Facts, bounded, dedupe
+from pi_sessiond.summarizers.gate import MARK
 from pi_sessiond.summarizers.offline_merge import CURRENT, superseded_marked
 from pi_sessiond.summarizers.summary_parse import SPLIT_TURN_TITLE, parse_sections, parse_summary, split_turn_part
 from pi_sessiond.summarizers.todos import is_ticked, names_changed_file
@@ -163,7 +165,7 @@ def carry_forward(facts: Facts, previous: str | None, messages: Sequence[JsonDic
     if not texts:
         return facts
     old = combine(texts)
-    constraints = _later_wins(old.constraints, facts.constraints)
+    constraints = bounded(_later_wins(old.constraints, facts.constraints))
     decisions = _later_wins(old.decisions, facts.decisions)
     todos = [t for t in old.todos if not is_ticked(t) and not names_changed_file(t, facts.modified_files)]
     ids = dedupe([*facts.identifiers, *dedupe(i for i in old.identifiers if i not in facts.identifiers)

@@ -2,19 +2,23 @@
 
 Invariants:
 
-* ``constraint_sentences(text)`` scans the whole message (fenced code, pasted
-  logs and quoted ``>`` lines skipped) and returns, verbatim, every sentence
-  or list item that carries a requirement cue: a modal verb, a negation or
-  a preference marker (small tables for many languages, none of them
-  required, scripts without spaces matched without word boundaries),
-  emphasis (``**bold**``, an all-caps cue word, a closing ``!``), a quoted
-  requirement, or an item of a list in a request. Questions count only with
-  a strong cue (a modal or an emphasis). Order: as written.
+* ``constraint_sentences(text)`` is recall first: it scans the whole message
+  (fenced code and pasted logs skipped, :mod:`.segment`) and returns,
+  verbatim and as written, every sentence or list item that directs the
+  work — anything but a greeting or acknowledgement alone, a fragment of
+  one word, or a question with no cue. A question counts when it carries a
+  cue: a modal verb, a negation or a preference marker (small tables for
+  many languages, none of them required, scripts without spaces matched
+  without word boundaries), a request phrased as a question ("could you"),
+  emphasis (``**bold**``, a closing ``!``) or a quoted requirement.
+  ``cue_strength`` grades a sentence by those cues (the size bound of
+  :mod:`.facts` drops the uncued ones first).
 * ``decisive_lines(text)``: a short text whole; a long one reduced to its
   first line, the report of its newest failure (from the line that starts
   it — a jest ``●`` test, a Rust test's output or panic, a rustc/tsc/gcc
-  error, pytest's ``>`` line — up to ``BLOCK_LINES`` lines),
-  the last traceback location, its last ``TAIL_LINES`` lines and then the
+  error, pytest's ``>`` line — to the end when it fits in ``BLOCK_LINES`` +
+  ``TAIL_LINES``, else its first ``BLOCK_LINES`` lines), the last traceback
+  location, its last ``TAIL_LINES`` non-blank lines whole and then the
   newest other lines naming an error, failure, assertion or failing test —
   verbatim, in their order, gaps marked ``…``, at most ``ERROR_LINES`` lines.
 * Pure and deterministic.
@@ -23,16 +27,14 @@ Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
-ERROR_LINES = 24
-BLOCK_LINES = 12
-TAIL_LINES = 4
+from pi_sessiond.summarizers.segment import prose_of, units
+
+ERROR_LINES = 48
+BLOCK_LINES = 30
+TAIL_LINES = 12
 ERROR_LINE_CHARS = 300
-SENTENCE_CHARS = 400
-_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
-_LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(.+)$")
-_SPLIT = re.compile(r"(?<=[.!?;])\s+(?=\S)|(?<=[。！？；])")
+SENTENCE_CHARS = 600
 # Modal verbs, negations and preference markers, several languages; a hit in any one is a cue.
 _STRONG = (
     r"must|mustn't|never|always|don't|do not|does not|shall|should|shouldn't|required?|mandatory|forbidden|"
@@ -55,10 +57,25 @@ _UNSPACED = re.compile(
     r"必ず|しないで|ないでください|ないこと|禁止|常に|いつも|だけ|のみ|べき|なければ|ください|避け|"
     r"반드시|하지 마|마세요|말고|항상|절대|해야|금지|주세요|만 사용"
 )
+# A request phrased as a question ("could you …") directs the work as much as an imperative.
+_ASKING = re.compile(
+    r"^(?:(?:and|also|so|then|und|y|et)\s+)?(?:could|can|would|will) (?:you|we)\b|^(?:kannst|könntest|würdest) du\b|"
+    r"^(?:können|könnten|würden) (?:sie|wir)\b|^(?:¿\s*)?(?:puedes|podrías|podemos|puede|podría)\b|"
+    r"^(?:peux|pourrais|pouvez|pourriez|pourrait|peut)[- ]|^(?:puoi|potresti)\b|"
+    r"(?:ますか|ませんか|でしょうか|いただけますか|もらえますか)[?？]?$",
+    re.I,
+)
+# Greetings and acknowledgements (several languages): a sentence of nothing else is chatter.
+_ACK = re.compile(
+    r"(?<!\w)(?:thanks?(?: you)?|thx|ok(?:ay)?|great|cool|nice|perfect|awesome|good|fine|sure|yes|yep|right|"
+    r"alright|hi|hello|hey|morning|sounds good|got it|looks good|lgtm|danke(?: schön)?|super|prima|gut|klasse|"
+    r"passt|hallo|moin|ja|genau|gracias|vale|perfecto|genial|hola|bien|sí|merci|parfait|d'accord|bonjour|salut|"
+    r"oui|grazie|ciao|perfetto|obrigad[oa]|спасибо|ありがとう(?:ございます)?|了解(?:です)?|おはよう(?:ございます)?|"
+    r"こんにちは|いいですね|はい|谢谢|好的)(?!\w)",
+    re.I,
+)
 _EMPHASIS = re.compile(r"\*\*[^*]+\*\*|__[^_]+__|!\s*$|！\s*$")
 _QUOTED = re.compile(r"[\"“„«「『‘]([^\"”“»」』’]{3,})[\"”“»」』’]")
-_LOG_LINE = re.compile(r"^(?:\w*(?:Error|Exception)|ERR!?|FATAL|WARN(?:ING)?|panic):\s|^\d{4}-\d\d-\d\d[T ]\d\d:")
-_CODE_START = ("$ ", ">>> ", "at ", "File \"", "Traceback", "    ", "\t")
 DECISIVE = re.compile(
     r"error|exception|fail|assert|panic|fatal|traceback|expected|received|✕|✗|×|^\s*E\s{2,}|not ok|"
     r"^\s*-->|^\s*File \"|^\s*at \S+ \(|undefined|cannot|can't|denied|refused|missing|invalid|"
@@ -75,40 +92,6 @@ _ANCHOR = re.compile(
 )
 
 
-def prose_of(text: str) -> str:
-    """``text`` without fenced code, pasted log/code lines and ``>`` quotes (list items kept)."""
-    lines = [ln for ln in _FENCE.sub("\n", text).splitlines() if not _codeish(ln)]
-    return "\n".join(lines).strip()
-
-
-def _codeish(line: str) -> bool:
-    stripped = line.strip()
-    if not stripped:
-        return False
-    if line.startswith(_CODE_START) or stripped.startswith((">", "{", "[", "<", "|", "#!", "//")):
-        return True
-    if _LOG_LINE.match(stripped):
-        return True
-    if _LIST_ITEM.match(line):
-        return False
-    if stripped.endswith((";", "{", "}", ")")) and "(" in stripped and stripped.count(" ") < 4:
-        return True
-    plain = sum(c.isalpha() or c.isspace() or c in ",.!?'\"-:()`*" for c in stripped)
-    return plain < 0.7 * len(stripped)
-
-
-def _units(prose: str) -> Iterator[tuple[str, bool]]:
-    """``(sentence, is_list_item)`` of ``prose``, in order."""
-    for line in prose.splitlines():
-        item = _LIST_ITEM.match(line)
-        if item:
-            yield item.group(1).strip(), True
-            continue
-        for part in _SPLIT.split(line):
-            if part.strip():
-                yield part.strip(), False
-
-
 def _strength(sentence: str, listed: bool) -> int:
     """0: no cue; 1: a weak cue (a negation, a politeness marker, a list item); 2: a strong one."""
     bare = re.sub(r"`[^`]*`", "", sentence)
@@ -116,21 +99,35 @@ def _strength(sentence: str, listed: bool) -> int:
         return 2
     if _QUOTED.search(bare) and len(bare.split()) >= 3:
         return 2
-    return 1 if _WEAK_WORDY.search(bare) or listed else 0
+    return 1 if _WEAK_WORDY.search(bare) or _ASKING.search(bare) or listed else 0
+
+
+def cue_strength(sentence: str) -> int:
+    """How strongly ``sentence`` marks itself as a requirement: 0 (no cue), 1 (weak), 2 (strong)."""
+    return _strength(sentence, False)
+
+
+def _chatter(sentence: str) -> bool:
+    """A greeting or acknowledgement and nothing more (at most one other word)."""
+    rest = _ACK.sub(" ", sentence.lower())
+    return rest != sentence.lower() and len(re.findall(r"\w+", rest)) <= 1 and len(rest.strip(" ,.!?、。！？")) <= 12
+
+
+def _question(sentence: str) -> bool:
+    return sentence.rstrip(" \"”»」』)）").endswith(("?", "？"))
 
 
 def constraint_sentences(text: str) -> list[str]:
-    """The sentences of ``text`` that state a requirement or preference (module invariants)."""
-    units = list(_units(prose_of(text)))
-    items = sum(listed for _, listed in units)
+    """The sentences of ``text`` that direct the work (module invariants), verbatim, as written."""
+    all_units = list(units(prose_of(text)))
+    items = sum(listed for _, listed in all_units)
     found: list[str] = []
-    for sentence, listed in units:
-        if len(sentence) < 4 or (listed and items < 2 and len(sentence.split()) < 3):
+    for sentence, listed in all_units:
+        if len(sentence) < 4 or (len(re.findall(r"\w+", sentence)) < 2 and sentence.isascii()) or _chatter(sentence):
             continue
-        strength = _strength(sentence, listed and items >= 2)
-        question = sentence.rstrip().endswith(("?", "？"))
-        if strength == 2 or (strength == 1 and not question):
-            found.append(sentence if len(sentence) <= SENTENCE_CHARS else sentence[:SENTENCE_CHARS].rstrip() + "…")
+        if _question(sentence) and _strength(sentence, listed and items >= 2) == 0:
+            continue
+        found.append(sentence if len(sentence) <= SENTENCE_CHARS else sentence[:SENTENCE_CHARS].rstrip() + "…")
     return found
 
 
@@ -143,7 +140,8 @@ def decisive_lines(text: str) -> str:
     chosen = set(nonblank[:1]) | set(nonblank[-TAIL_LINES:])
     anchors = [n for n in nonblank if _ANCHOR.match(lines[n])]
     if anchors:
-        chosen |= set([n for n in nonblank if n >= anchors[-1]][:BLOCK_LINES])
+        after = [n for n in nonblank if n >= anchors[-1]]
+        chosen |= set(after[:BLOCK_LINES] if len(after) > BLOCK_LINES + TAIL_LINES else after)
     locations = [n for n in nonblank if re.match(r'\s*File "|\s*at |\s*-->', lines[n])]
     chosen |= set(locations[-1:])
     marked = [n for n in nonblank if DECISIVE.search(lines[n]) and n not in chosen]

@@ -16,11 +16,14 @@ Invariants:
   paths a ``bash`` call (or a user ``!command``) changes
   (:func:`~.bashfiles.changed_paths`). A modified file is never also listed
   as read.
-* Constraints are whole sentences of user messages (code blocks and pasted
-  logs skipped; the whole message scanned), chosen by structure
-  (:mod:`.cues`), never by one language's words.
-* The last error is the newest failing tool result, failed user command or
-  model error, reduced to its decisive lines (:func:`decisive_lines`).
+* Constraints are, recall first, every sentence or list item of the user
+  messages that directs the work (code blocks and pasted logs skipped; the
+  whole message scanned; :mod:`.cues`), verbatim, in order, de-duplicated,
+  never chosen by one language's words; at most ``CONSTRAINT_CHARS``
+  characters (:func:`bounded`: what is left out is counted in a last item).
+* The last error is the newest failing tool result, failed user command,
+  model error or error output pasted by the user, reduced to its decisive
+  lines (:func:`decisive_lines`).
 * TODOs: the assistant's next steps still open at the end of the range
   (:func:`~.todos.open_todos`). ``decisions`` and ``goals`` are empty here: only
   an earlier summary's Key Decisions and Goal items are hard facts (:mod:`.carry`).
@@ -35,12 +38,22 @@ from typing import Any
 import attrs
 
 from pi_sessiond.summarizers.bashfiles import changed_paths
-from pi_sessiond.summarizers.cues import constraint_sentences, decisive_lines, prose_of
+from pi_sessiond.summarizers.cues import constraint_sentences, cue_strength, decisive_lines
+from pi_sessiond.summarizers.segment import pasted_of, prose_of
 from pi_sessiond.summarizers.todos import open_todos
 
 JsonDict = dict[str, Any]
+SUPERSEDED = " (superseded by a later item)"
 
 REQUEST_CHARS = 1500
+CONSTRAINT_CHARS = 16_000
+LEFT_OUT = "… more user directions not listed (size bound): "
+# A pasted output that reports a failure (any tool or language).
+_FAILURE = re.compile(
+    r"Traceback \(most recent call last\)|^\s*(?:\w+(?:Error|Exception)|error(?:\[\w+\])?|fatal|FAILED?)\b[:\s]"
+    r"|panicked at|^\s*●\s|\bexit(?:ed with)? (?:code|status) [1-9]|AssertionError",
+    re.M | re.I,
+)
 IDENTIFIERS_KEPT = 40
 _IDENTIFIER = re.compile(
     r"`([^`\n]{2,120})`"
@@ -134,6 +147,10 @@ def _error_of(msg: JsonDict) -> str:
             return head + decisive_lines(str(msg.get("output") or ""))
     if role == "assistant" and msg.get("stopReason") == "error":
         return "model error: " + decisive_lines(str(msg.get("errorMessage") or ""))
+    if role == "user":
+        pasted = pasted_of(message_text(msg))
+        if _FAILURE.search(pasted):
+            return "error the user pasted:\n" + decisive_lines(pasted)
     return ""
 
 
@@ -160,7 +177,7 @@ def extract_facts(messages: Sequence[JsonDict]) -> Facts:
         read_files=read,
         modified_files=modified,
         bash_modified=by_bash,
-        constraints=tuple(dedupe(s for text in users for s in constraint_sentences(text))),
+        constraints=tuple(bounded(dedupe(s for text in users for s in constraint_sentences(text)))),
         last_request=latest_request(users),
         last_error=last_error,
         identifiers=tuple(_identifiers(messages, users)),
@@ -193,6 +210,33 @@ def _identifiers(messages: Sequence[JsonDict], users: Sequence[str]) -> list[str
             theirs.extend(i for i in identifiers_in(message_text(msg)) if "`" not in i)
     room = max(0, IDENTIFIERS_KEPT - len(mine))
     return dedupe([*mine, *dedupe(theirs)[:room]])
+
+
+def bounded(items: Sequence[str], limit: int = CONSTRAINT_CHARS) -> list[str]:
+    """``items`` within ``limit`` characters, in order; what does not fit is counted in a last item.
+
+    Dropped first: items marked superseded, then those without a cue
+    (:func:`~.cues.cue_strength`), then weakly cued ones — oldest first
+    within each; an earlier count (a ``LEFT_OUT`` item) is added to the new one.
+    """
+    earlier = sum(int(m.group(1)) for i in items if (m := re.match(re.escape(LEFT_OUT) + r"(\d+)", i)))
+    fresh = [i for i in items if not i.startswith(LEFT_OUT)]
+    size = sum(len(i) for i in fresh)
+    gone: set[int] = set()
+    if size > limit:
+        ranks = [_rank(i) for i in fresh]
+        for n in sorted(range(len(fresh)), key=lambda n: ((3, 0, 1, 2).index(ranks[n]), n)):
+            if size <= limit:
+                break
+            gone.add(n)
+            size -= len(fresh[n])
+    kept = [item for n, item in enumerate(fresh) if n not in gone]
+    left_out = earlier + len(gone)
+    return [*kept, f"{LEFT_OUT}{left_out}"] if left_out else kept
+
+
+def _rank(item: str) -> int:
+    return 3 if item.endswith(SUPERSEDED) else cue_strength(item)
 
 
 def dedupe(items: Iterable[str]) -> list[str]:

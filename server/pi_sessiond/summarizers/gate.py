@@ -21,7 +21,8 @@ Invariants:
   In Progress / Blocked / Key Decisions (branch), Context Needed to Continue
   (turn prefix). A format of the user's own (no required headings) gets one
   trailing ``Kept by the fidelity gate:`` block.
-* Repairing a repaired summary adds nothing.
+* Repairing a repaired summary adds nothing; a summary that already counts
+  left-out directions (``LEFT_OUT``) gets no second count.
 * File lists are not the gate's: the pipeline appends them (with the files
   changed through bash, which it reports as ``modifiedFile`` additions).
 """
@@ -35,11 +36,10 @@ import attrs
 
 from pi_sessiond.summarizers.base import Purpose
 from pi_sessiond.summarizers.cues import DECISIVE
-from pi_sessiond.summarizers.facts import Facts
+from pi_sessiond.summarizers.facts import LEFT_OUT, SUPERSEDED, Facts
 from pi_sessiond.summarizers.headings import normalize, section_bounds
 
 MARK = "[gate] "
-SUPERSEDED = " (superseded by a later item)"
 _TARGETS: dict[str, dict[str, str]] = {
     "history": {
         "constraint": "## Constraints & Preferences",
@@ -112,7 +112,9 @@ def missing_facts(summary: str, facts: Facts) -> list[Added]:
     """The facts ``summary`` lacks, as additions (constraints, request, error, identifiers)."""
     have = flat(summary)
     added = [Added("goal", g) for g in facts.goals if not present(g, have)]
-    added += [Added("constraint", c) for c in facts.constraints if not present(c.removesuffix(SUPERSEDED), have)]
+    counted = flat(LEFT_OUT) in have  # one count of left-out directions is enough
+    added += [Added("constraint", c) for c in facts.constraints
+              if not present(c.removesuffix(SUPERSEDED), have) and not (counted and c.startswith(LEFT_OUT))]
     added += [Added("decision", d) for d in facts.decisions if not present(d.removesuffix(SUPERSEDED), have)]
     added += [Added("todo", t) for t in facts.todos if not present(t, have)]
     if facts.last_request and not present(facts.last_request[:300], have):

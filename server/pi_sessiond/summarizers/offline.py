@@ -28,7 +28,8 @@ Invariants:
 * Iterative: an update follows :mod:`.offline_merge` (one last error, one
   latest request, restated constraints and decisions marked superseded).
 * Long sessions keep their beginning: the first request stays first in Goal
-  and constraints are kept oldest first (not pushed out by later ones).
+  and every user direction is kept, old and new, within the size bound of
+  :func:`~.facts.bounded` (uncued ones go first; a last item counts them).
 """
 
 from __future__ import annotations
@@ -42,14 +43,14 @@ from pi_protocol import Usage
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.carry import carry_forward, earlier_summaries
-from pi_sessiond.summarizers.facts import Facts
-from pi_sessiond.summarizers.gate import SUPERSEDED, flat, present
+from pi_sessiond.summarizers.facts import SUPERSEDED, Facts, bounded
+from pi_sessiond.summarizers.gate import flat, present
 from pi_sessiond.summarizers.offline_extract import Extraction, extract, message_text, trim_block
 from pi_sessiond.summarizers.offline_merge import CURRENT, STOPWORDS, merge
 from pi_sessiond.summarizers.summary_parse import parse_summary
 
 CHARS_PER_TOKEN = 4
-_LIMITS = {"goal": 12, "constraints": 40, "done": 40, "decisions": 10, "next": 8, "ids": 20}
+_LIMITS = {"goal": 12, "done": 40, "decisions": 10, "next": 8, "ids": 20}
 _CURRENT = CURRENT
 _STOPWORDS = STOPWORDS
 
@@ -113,7 +114,9 @@ def build_summary(request: SummaryRequest, *, progress: ProgressCallback | None 
         sections = _history_sections(found, request, focus)
     budget = _budget_tokens(request) * CHARS_PER_TOKEN
     if budget > 0:
-        _fit(sections, budget, focus)
+        _fit(sections, budget, focus, spare=True)
+    if request.max_tokens > 0:
+        _fit(sections, request.max_tokens * CHARS_PER_TOKEN, focus, spare=False)
     return _render(sections, progress)
 
 
@@ -171,7 +174,7 @@ def _history_sections(found: Extraction, request: SummaryRequest, focus: frozens
     critical = _critical(found, request, focus)
     new = {
         "goal": goals,
-        "constraints": _select(found.constraints, _LIMITS["constraints"], focus, oldest=True),
+        "constraints": list(found.constraints),
         "done": list(found.done),
         "in_progress": list(found.in_progress),
         "blocked": list(found.blocked),
@@ -185,6 +188,7 @@ def _history_sections(found: Extraction, request: SummaryRequest, focus: frozens
     if request.purpose == "history" and request.previous_summary:
         new = merge(parse_summary(request.previous_summary), new, found.done_paths)
     _carried_in(new, found, request)
+    new["constraints"] = bounded(new["constraints"])
     keys = _HISTORY if request.purpose == "history" else _BRANCH
     return [_Section(k, new[k], newest_first=k == "next") for k in keys]
 
@@ -249,6 +253,7 @@ def _turn_prefix_sections(messages: Sequence[dict[str, object]], found: Extracti
 
 _KEPT_LONGEST = ("goal", "constraints", "next", "request")
 _KEPT_ITEMS = ("Last error:", "Last user request", "Latest user request", "Earlier split-turn context:")
+_NEVER_DROPPED = _KEPT_ITEMS[:3]
 
 
 def _protected(section: _Section, item: str) -> bool:
@@ -256,21 +261,35 @@ def _protected(section: _Section, item: str) -> bool:
     return section.key in _KEPT_LONGEST or item.startswith(_KEPT_ITEMS)
 
 
-def _fit(sections: list[_Section], budget: int, focus: frozenset[str]) -> None:
+def _droppable(section: _Section, item: str, keep: bool, spare: bool) -> bool:
+    """Protected items go only in the second pass (``keep`` false); with ``spare`` the last error and
+    the latest request never go."""
+    return not (spare and item.startswith(_NEVER_DROPPED)) and not (keep and _protected(section, item))
+
+
+def _fit(sections: list[_Section], budget: int, focus: frozenset[str], *, spare: bool) -> None:
     """Drop the oldest item of the longest section until the text fits (headings stay): narrative first
-    (done, decisions, notes), then goals, constraints and open TODOs (the first goal last of all)."""
+    (done, decisions, notes), then goals, constraints and open TODOs (the first goal last of all); the last
+    error and the latest request stay unless ``spare`` is false (the hard ``max_tokens`` bound)."""
+    sizes = [_part_size(section) for section in sections]
     for keep in (True, False):
-        while len(_render(sections, None)) > budget:
-            candidates = [s for s in sections if any(not (keep and _protected(s, i)) for i in s.items)]
+        while sum(sizes) + 2 * (len(sections) - 1) > budget:
+            candidates = [s for s in sections if any(_droppable(s, i, keep, spare) for i in s.items)]
             if not candidates:
                 break
             section = max(candidates, key=lambda s: sum(len(i) for i in s.items))
             indexes = range(len(section.items) - 1, -1, -1) if section.newest_first else range(len(section.items))
-            order = [i for i in indexes if not (keep and _protected(section, section.items[i]))]
+            order = [i for i in indexes if _droppable(section, section.items[i], keep, spare)]
             if section.key == "goal" and len(order) > 1:
                 order = [i for i in order if i != 0]
             plain = [i for i in order if not _matches(section.items[i], focus)]
             del section.items[(plain or order)[0]]
+            sizes[sections.index(section)] = _part_size(section)
+
+
+def _part_size(section: _Section) -> int:
+    """The length of ``section`` as :func:`_render` writes it (without the blank line between parts)."""
+    return len(_render_section(section)) + (len("## Progress\n") if section.key == "done" else 0)
 
 
 def _render(sections: list[_Section], progress: ProgressCallback | None) -> str:

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from pi_sessiond.summarizers.gate import MARK, SUPERSEDED
+from pi_sessiond.summarizers.facts import SUPERSEDED
+from pi_sessiond.summarizers.gate import MARK
 
 CURRENT = " (current)"
 STOPWORDS = frozenset(

@@ -148,7 +148,7 @@ def test_should_compact_is_strict_and_honours_enabled() -> None:
 
 
 def test_default_settings_and_threshold() -> None:
-    pi_part = {k: v for k, v in unstructure(DEFAULT_COMPACTION_SETTINGS).items() if k != "masking"}
+    pi_part = {k: v for k, v in unstructure(DEFAULT_COMPACTION_SETTINGS).items() if k not in ("masking", "prepareAt")}
     assert pi_part == {
         "enabled": True,
         "reserveTokens": 16384,
@@ -156,6 +156,7 @@ def test_default_settings_and_threshold() -> None:
         "modelOverrides": {},
     }
     assert DEFAULT_COMPACTION_SETTINGS.masking.enabled is False  # ours, off by default
+    assert DEFAULT_COMPACTION_SETTINGS.prepare_at is None  # ours, off by default
     assert should_compact(183_617, 200_000, DEFAULT_COMPACTION_SETTINGS)
     assert not should_compact(183_616, 200_000, DEFAULT_COMPACTION_SETTINGS)
 

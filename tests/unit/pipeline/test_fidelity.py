@@ -152,3 +152,20 @@ async def test_a_branch_summary_is_bounded(tmp_path: Path) -> None:
     text = str(done.entry.data["summary"])
     assert estimate_tokens({"role": "branchSummary", "summary": text}) <= branch_bound(summarized)
     assert "Branch left" in text and "api/v5" in text
+
+
+async def test_fix_a_compaction_keeps_the_files_of_a_branch_summary_in_its_range(tmp_path: Path) -> None:
+    """Pi's compaction lists only tool calls: an abandoned branch's files (in its summary's file blocks) were lost."""
+    session = Session.create("/work/project", tmp_path)
+    session.append(turn(0, REQUESTS[0]))
+    start = session.leaf_id
+    session.append(turn(1, "Try the other driver.") + turn(2, "Keep going."))
+    assert start is not None
+    await navigate_tree(session, start, summarizer=OfflineSummarizer(), summarize=True)
+    session.append(turn(3, "Back to the first driver.") + turn(4, "Go on.") + turn(5, "And on."))
+    done = await compact(session, OfflineSummarizer(), settings=SETTINGS)
+    details = done.entry.data["details"]
+    block = done.entry.data["summary"].split("<modified-files>")[1]
+    for path in ("src/mod_1.py", "src/new_1.py", "src/mod_2.py"):  # edited / moved in the abandoned branch
+        assert path in details["modifiedFiles"] and path in block, path
+    assert "src/mod_1.py" not in details["readFiles"]

@@ -275,8 +275,12 @@ async def test_custom_instructions_are_honoured(tmp_path: Path) -> None:
     focused = await navigate_tree(Session.open(focused_path), "ra", summarizer=recording, summarize=True,
                                   custom_instructions="Keep the MONKEY in mind")
     assert plain.entry is not None and focused.entry is not None
-    assert "MONKEY" not in plain.entry.data["summary"]
-    assert "- Tackle the MONKEY feeding next" in focused.entry.data["summary"]
+    def goal(summary: str) -> str:
+        return summary.split("## Goal\n", 1)[1].split("\n\n", 1)[0]
+
+    # every request is still a direction the gate keeps; the focus decides which ones the Goal keeps
+    assert "MONKEY" not in goal(plain.entry.data["summary"])
+    assert "- Tackle the MONKEY feeding next" in goal(focused.entry.data["summary"])
     [request] = recording.requests
     assert request.purpose == "branch" and request.custom_instructions == "Keep the MONKEY in mind"
     assert request.prompt.endswith("\n\nAdditional focus: Keep the MONKEY in mind")
@@ -432,3 +436,31 @@ async def test_another_program_continuing_the_old_leaf_during_the_summary_is_a_c
         await navigate_tree(session, "u1", summarizer=PiAppendsMeanwhile(path, "a2"), summarize=True)
     assert session.leaf_id == "pi1"  # the leaf followed Pi's turn
     assert [json.loads(raw)["id"] for raw in path.read_text().splitlines()[1:]] == ["u1", "a1", "u2", "a2", "pi1"]
+
+
+def failed_run(eid: str, parent: str, n: int) -> list[Json]:
+    """A bash call and its failing result (Pi sends no tool results to a branch summary)."""
+    call = {"type": "toolCall", "id": f"{eid}-c", "name": "bash", "arguments": {"command": "git mv a.py b.py && make"}}
+    entry = assistant(eid, parent, "Trying the build.", n)
+    entry["message"]["content"].append(call)
+    entry["message"]["stopReason"] = "toolUse"
+    result = {"type": "message", "id": f"{eid}-r", "parentId": eid, "timestamp": entry["timestamp"],
+              "message": {"role": "toolResult", "toolCallId": f"{eid}-c", "toolName": "bash", "isError": True,
+                          "content": [{"type": "text", "text": "make: *** [Makefile:9: all] Error 2"}],
+                          "timestamp": 0}}
+    return [entry, result]
+
+
+async def test_a_branch_summary_keeps_the_abandoned_request_its_error_and_bash_files(tmp_path: Path) -> None:
+    """Own phrasings: the request navigated back to (its text returns to the editor) and the failure of the
+    branch (a tool result) are in the summary; a file moved by bash is in its lists."""
+    lines = [*two_prompts()[:2], user("u2", "a1", "Port the lexer to Rust. Keep the Python API as it is.", 3),
+             *failed_run("a2", "u2", 4)]
+    session = Session.open(write_lines(tmp_path / "b.jsonl", lines))
+    result = await navigate_tree(session, "u2", summarizer=OfflineSummarizer(), summarize=True)
+    assert result.entry is not None and result.editor_text is not None
+    summary = result.entry.data["summary"]
+    assert "Keep the Python API as it is." in summary
+    assert "make: *** [Makefile:9: all] Error 2" in summary.split("### Blocked", 1)[1]
+    assert result.entry.data["details"]["modifiedFiles"] == ["a.py", "b.py"]
+    assert "<modified-files>\na.py\nb.py\n</modified-files>" in summary

@@ -66,7 +66,7 @@ def test_layers_precedence_and_sources(tmp_path: Path, isolated_agent_dir: Path,
     store.update({"compaction": {"enabled": False}}, session_id="s1")
     settings, sources = resolved(store, "s1", str(cwd))
     assert {k: v for k, v in settings["compaction"].items() if k != "masking"} == {
-        "enabled": False, "reserveTokens": 4000, "keepRecentTokens": 3000, "modelOverrides": {}}
+        "enabled": False, "reserveTokens": 4000, "keepRecentTokens": 3000, "modelOverrides": {}, "prepareAt": None}
     assert sources["compaction.enabled"] == "session"
     assert sources["compaction.reserveTokens"] == "initialize"
     assert sources["compaction.keepRecentTokens"] == "project"
@@ -181,3 +181,29 @@ async def test_job_manager_limits_state_and_cancel_all(caplog: pytest.LogCapture
     hang = jobs.start("e", "compaction", "manual", lambda: asyncio.Event().wait())
     await jobs.cancel_all()
     assert hang.state == "cancelled" and jobs.running() == []
+
+
+async def test_a_yielding_job_gives_its_slot_to_any_other_job() -> None:
+    jobs = JobManager(lambda: 2)
+
+    def hang() -> Any:
+        return asyncio.Event().wait()
+
+    background = jobs.start("a", "compaction", "prepare", hang, yields=True)
+    jobs.check("a")  # not busy: it would yield
+    mine = jobs.start("a", "compaction", "manual", hang)  # takes the session's slot
+    assert jobs.get("a") is mine
+    with pytest.raises(asyncio.CancelledError):
+        await background.task
+    assert background.state == "cancelled"
+
+    other = jobs.start("b", "compaction", "prepare", hang, yields=True)
+    with pytest.raises(Busy):  # a background draft never pushes another job out
+        jobs.start("c", "compaction", "prepare", hang, yields=True)
+    jobs.start("c", "compaction", "manual", hang)  # the global limit: the yielding job makes room
+    with pytest.raises(asyncio.CancelledError):
+        await other.task
+    assert sorted(job.session_id for job in jobs.running()) == ["a", "c"]
+    with pytest.raises(Busy):
+        jobs.start("d", "compaction", "manual", hang)  # two that do not yield hold both slots
+    await jobs.cancel_all()

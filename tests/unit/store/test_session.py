@@ -118,3 +118,30 @@ def test_layout_and_listing(tmp_path: Path) -> None:
     assert [r["path"] for r in rows] == [str(newer.path), str(older)]
     assert rows[0]["name"] == "Named" and rows[0]["firstMessage"] == "later"
     assert rows[1]["firstMessage"] == "first question" and rows[1]["messageCount"] == 2
+
+
+def _said(text: str) -> dict[str, object]:
+    return {"type": "message", "message": {"role": "user", "content": text, "timestamp": 1}}
+
+
+def test_the_leafs_path_is_kept_by_appends_and_walked_again_after_the_leaf_moves() -> None:
+    session = Session.create("/w", None)
+    assert session.path_to() == []
+    first = session.append([_said("u1")])[0]
+    for n in range(5):
+        session.append([_said(f"u{n}")])
+    assert session.path_to() == session.tree.path() and len(session.path_to()) == 6
+    kept = session.path_to()
+    kept.append(first)  # a new list each time: the caller's copy is its own
+    assert len(session.path_to()) == 6
+    session.set_leaf(first.id)
+    assert session.path_to() == [first]
+    branch = session.append([_said("b1")])[0]
+    assert session.path_to() == [first, branch] == session.tree.path()
+    session.set_leaf(None)
+    root = session.append([_said("another root")])[0]
+    assert session.path_to() == [root] == session.tree.path()
+    assert session.path_to(branch.id) == [first, branch]
+    session.set_leaf(branch.id)  # no path asked for between the move and the append
+    leaf = session.append([_said("b2")])[0]
+    assert session.path_to() == [first, branch, leaf] == session.tree.path()

@@ -73,8 +73,41 @@ PYTHON = (
     + '  File "/work/app/importer.py", line 88, in parse_row\n    value = int(cells[3])\n'
     "ValueError: invalid literal for int() with base 10: 'n/a'\n"
 )
+_SNIPPET = "".join(f"{n} |     let cell_{n} = row.get({n});\n" for n in range(50, 64))
+RUSTC_LONG = (
+    "   Compiling csvport v0.4.2 (/work/csvport)\n" + _WARNINGS
+    + "error[E0499]: cannot borrow `buf` as mutable more than once at a time\n  --> src/writer.rs:70:13\n   |\n"
+    "49 |     let head = &mut buf;\n   |                ---------- first mutable borrow occurs here\n" + _SNIPPET
+    + "70 |     flush(&mut buf);\n   |           ^^^^^^^^ second mutable borrow occurs here\n"
+    "71 |     head.clear();\n   |     ---- first borrow later used here\n\n"
+    + "".join(f"warning: field `pad{n}` is never read\n  --> src/writer.rs:{n}:5\n   |\n{n} |     pad{n}: u8,\n"
+              f"   |     ^^^^\n\n" for n in range(3, 6))
+    + "For more information about this error, try `rustc --explain E0499`.\n"
+    "error: could not compile `csvport` (lib) due to 1 previous error; 20 warnings emitted\n"
+)
+GO = "".join(f"=== RUN   TestCodec/case_{n}\n--- PASS: TestCodec/case_{n} (0.00s)\n" for n in range(60)) + (
+    "=== RUN   TestLedger\n    ledger_test.go:41: balance after refund: got 90, want 100\n"
+    "--- FAIL: TestLedger (0.01s)\nFAIL\nFAIL\tgithub.com/acme/ledger\t0.112s\nFAIL\n"
+)
+MAKE = "".join(f"cc -O2 -c src/mod{n}.c -o build/mod{n}.o\n" for n in range(80)) + (
+    "ld: undefined symbol: _ledger_close\n>>> referenced by main.o\n"
+    "make: *** [Makefile:31: build/ledger] Error 1\n"
+)
+# A tool nobody knows: no marker at all, only its last lines say what happened.
+PLAIN = "".join(f"step {n}: copied shard {n} of 90\n" for n in range(90)) + (
+    "step 90: shard 90 checksum 4f1a does not match 77c2\nstopping the copy, 1 shard left behind\n"
+)
 
 EXAMPLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "rustc-long": (RUSTC_LONG, ("error[E0499]: cannot borrow `buf` as mutable more than once at a time",
+                                "   |           ^^^^^^^^ second mutable borrow occurs here",
+                                "   |     ---- first borrow later used here",
+                                "error: could not compile `csvport` (lib) due to 1 previous error; "
+                                "20 warnings emitted")),
+    "go": (GO, ("    ledger_test.go:41: balance after refund: got 90, want 100", "--- FAIL: TestLedger (0.01s)")),
+    "make": (MAKE, ("ld: undefined symbol: _ledger_close", "make: *** [Makefile:31: build/ledger] Error 1")),
+    "plain": (PLAIN, ("step 90: shard 90 checksum 4f1a does not match 77c2",
+                      "stopping the copy, 1 shard left behind")),
     "jest": (JEST, ("  ● parser › parses nested arrays", "    -   1,", "    +   2,",
                     "      at Object.<anonymous> (src/parser.test.ts:14:17)")),
     "cargo": (CARGO, ("thread 'parser::tests::roundtrip' panicked at src/parser.rs:88:5:",

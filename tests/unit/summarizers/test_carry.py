@@ -71,7 +71,8 @@ def test_a_model_that_drops_the_previous_facts_is_repaired() -> None:
     answer = "## Goal\n- streaming import\n\n## Critical Context\n- nothing"
     repaired = repair(answer, facts, "history", HISTORY_HEADINGS)
     kinds = [a.kind for a in repaired.added]
-    assert kinds.count("constraint") == 3 and "decision" in kinds and kinds.count("todo") == 2
+    # the three carried constraints and the range's own direction
+    assert kinds.count("constraint") == 4 and "decision" in kinds and kinds.count("todo") == 2
     assert f"- {MARK}Usa siempre tabulaciones." in repaired.text
     next_steps = repaired.text.split("## Next Steps\n", 1)[1].split("\n\n", 1)[0]
     assert f"{MARK}Update `docs/import.md`" in next_steps

@@ -103,7 +103,8 @@ def test_the_whole_message_is_scanned_and_pasted_logs_are_not() -> None:
     filler = " ".join(f"Sentence {n} explains the background." for n in range(60))
     log = "\n".join(["$ make", "Error: must not be null", "x.c:3:1: error: expected ';' before '}' token"])
     found = constraint_sentences(f"{filler}\n{log}\nAnd never commit the build folder.")
-    assert found == ["And never commit the build folder."]
+    assert found[-1] == "And never commit the build folder." and len(found) == 61  # recall first: all directions
+    assert not any("make" in f or "error" in f for f in found)
     assert "$ make" not in prose_of(log) and "```" not in prose_of("Fix it:\n```\nnever = 1\n```")
 
 

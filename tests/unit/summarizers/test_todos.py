@@ -91,3 +91,19 @@ def test_lists_under_a_next_steps_label_and_still_to_do_sentences() -> None:
         "Die README aktualisieren",
         "Version 0.5.0 taggen",
     ]
+
+
+def todo_call(items: list[Any]) -> Json:
+    call = {"type": "toolCall", "id": "t", "name": "todo_write", "arguments": {"todos": items}}
+    return {"role": "assistant", "content": [call], "stopReason": "toolUse"}
+
+
+def test_the_newest_todo_tool_list_gives_its_open_items() -> None:
+    messages = [
+        todo_call([{"content": "draft the schema", "status": "pending"}, {"content": "old idea", "status": "pending"}]),
+        said("Working on it."),
+        todo_call([{"content": "draft the schema", "status": "completed"},
+                   {"content": "write the importer", "status": "in_progress"},
+                   {"title": "Benchmark the importer", "done": False}, {"text": "drop v1", "state": "cancelled"}]),
+    ]
+    assert open_todos(messages) == ["write the importer", "Benchmark the importer"]
