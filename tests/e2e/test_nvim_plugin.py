@@ -186,3 +186,20 @@ def test_the_statusline_shows_the_estimate_after_a_compaction(nvim: str, tmp_pat
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
                           env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")})
     assert done.stdout.strip() == "π 71%|π ~16%|π|π[Pi] 71%", done.stdout + done.stderr
+
+
+def test_mask_show_original_and_unmask(nvim: str, real_session: Path, tmp_path: Path) -> None:
+    """``:PiMask`` asks with the dry run's numbers, then masks; ``:PiTree`` marks the edits;
+    ``:PiOriginal`` shows the stored output; ``:PiUnmask`` / ``:PiUnmask!`` restore the context
+    from before (``editors/nvim/tests/masking.lua``; no summarizer is needed)."""
+    session = tmp_path / real_session.name
+    shutil.copyfile(real_session, session)
+    env = {**os.environ, "PI_TEST_SESSION": str(session), "PI_TEST_PYTHON": sys.executable,
+           "PI_TEST_TIMEOUT_MS": str((TIMEOUT_S - 30) * 1000), "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
+           "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
+    script = PLUGIN / "tests" / "masking.lua"
+    command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"set rtp+={PLUGIN}", "-c", f"luafile {script}"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    output = f"exit code {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}{_lsp_log(tmp_path)}"
+    assert done.returncode == 0 and done.stdout.rstrip().endswith("PASS"), output

@@ -277,3 +277,49 @@ def _navigate_with_summary(tmux: Tmux) -> None:
     tmux.literal("2")
     tmux.keys("Enter")
     tmux.wait_text(r"moved to [0-9a-f]+")
+
+
+def _context(session: Path) -> object:
+    """The session's context as the CLI computes it from the file (what Pi would load)."""
+    done = subprocess.run([sys.executable, "-m", "pi_sessiond", "context", str(session), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["messages"]
+
+
+def test_masking_walk_in_a_terminal(installed: tuple[dict[str, str], Path], tmp_path: Path) -> None:
+    """``:PiMask`` asks (the dry run's count and tokens), the tree marks the edits, ``K`` on one
+    shows its placeholder, ``o`` the stored original, ``:PiUnmask!`` brings the context back."""
+    env, session = installed
+    tmux = Tmux(f"pi-sessiond-mask-{os.getpid()}", env, session.parent, artifacts_dir(tmp_path))
+    tmux.start("nvim", "-i", "NONE")
+    try:
+        tmux.wait(lambda s: s.count("~") > 5, "nvim to start")
+        tmux.command(f"PiOpen {session}")
+        tmux.wait_text(r"opened .*\(\d+ entries\)")
+        before = _context(session)
+        tmux.command("PiMask")
+        count = re.search(r"mask (\d+) tool results, frees ~[\d.]+k tokens\?", tmux.wait_text(r"1: Mask"))
+        assert count is not None
+        tmux.shot("mask-question")
+        tmux.literal("1")
+        tmux.keys("Enter")
+        tmux.wait_text(rf"masked {count[1]} tool results \([\d.]+k → ~[\d.]+k tokens\)")
+        _dismiss(tmux)
+        tmux.command("PiTree")
+        tmux.wait_text(r"● masked \w+ .*\(→ [0-9a-f]+")  # the leaf: the last edit, read as what it does
+        tmux.shot("masked-tree")
+        target = json.loads(session.read_text().splitlines()[-1])["targetId"]
+        tmux.keys("K")  # the entry in detail: the whole placeholder
+        tmux.wait_text(rf"\[masked tool output: \w+ — the original is entry {target}")
+        tmux.keys("o")
+        tmux.wait_text(rf"Original tool result {target} \(\w+\)")  # (the split is narrow: the header wraps)
+        tmux.wait_text(r"Masked in the context")
+        tmux.shot("original")
+        tmux.command("PiUnmask!")
+        tmux.wait_text(rf"restored {count[1]} tool results")
+        assert _context(session) == before
+    finally:
+        with contextlib.suppress(Exception):
+            tmux.shot("masking-last")
+        tmux.kill()

@@ -44,6 +44,18 @@ cmd('PiUndo', function(c)
   c.undo()
 end, { desc = 'Undo the compaction or branch summary at the leaf' })
 
+cmd('PiMask', function(c)
+  c.mask()
+end, { desc = 'Mask old tool output in the Pi session (asks first)' })
+
+cmd('PiUnmask', function(c, args)
+  c.unmask(args.args, args.bang)
+end, { nargs = '?', bang = true, desc = 'Restore the masked tool output under the cursor [id] (! for all)' })
+
+cmd('PiOriginal', function(c, args)
+  c.original(args.args)
+end, { nargs = '?', desc = 'Show the original tool output under the cursor [id]' })
+
 cmd('PiTree', function(c)
   c.tree()
 end, { desc = 'Show the Pi session tree' })

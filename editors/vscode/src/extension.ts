@@ -13,6 +13,7 @@ import { Daemon } from "./vscode/daemon";
 import { undoTarget } from "./core/drafts";
 import { PiDocuments, SCHEME } from "./vscode/documents";
 import { DraftEditors } from "./vscode/drafts";
+import { MaskCommands } from "./vscode/masking";
 import { reviewSummary } from "./vscode/review";
 import { CurrentSession } from "./vscode/session";
 import { StatusBar } from "./vscode/statusBar";
@@ -26,6 +27,12 @@ export function activate(context: vscode.ExtensionContext): void {
   const status = new StatusBar(session);
   const view = vscode.window.createTreeView("pi.sessionTree", { treeDataProvider: tree, showCollapseAll: true });
   const drafts = new DraftEditors(session);
+  const documents = new PiDocuments(() => daemon.ensure());
+  const reveal = async (id: string) => {
+    if (session.tree.node(id) !== undefined) {
+      await view.reveal(id, { select: true, focus: false, expand: true });
+    }
+  };
 
   session.onDidChange(() => {
     tree.refresh();
@@ -43,12 +50,9 @@ export function activate(context: vscode.ExtensionContext): void {
     status,
     view,
     drafts,
-    vscode.workspace.registerTextDocumentContentProvider(SCHEME, new PiDocuments(() => daemon.ensure())),
-    ...new Commands(daemon, session, output, drafts, async (id) => {
-      if (session.tree.node(id) !== undefined) {
-        await view.reveal(id, { select: true, focus: false, expand: true });
-      }
-    }).register(),
+    documents,
+    vscode.workspace.registerTextDocumentContentProvider(SCHEME, documents),
+    ...new Commands(daemon, session, output, drafts, new MaskCommands(session, documents, reveal), reveal).register(),
     vscode.workspace.onDidChangeConfiguration((event) => onConfigChange(event, daemon)),
   );
 }

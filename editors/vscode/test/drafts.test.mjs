@@ -1,30 +1,10 @@
 // Preview / edit / commit / undo: the draft document (pure), the error sentences, and the
 // real daemon's pi/compact {draft}, pi/commitDraft and pi/undo through vscode-jsonrpc.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { core, makeWorkspace, PYTHON, requireDaemon, startDaemon } from "./support.mjs";
-
-/** `pi-sessiond hold-lock FILE` as the Pi extension runs it: the lock body names a live Pi. */
-async function holdAsPi(file, socket) {
-  const child = spawn(PYTHON, ["-m", "pi_sessiond", "hold-lock", file, "--pid", String(process.pid), "--socket", socket], {
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  const ready = await new Promise((resolve, reject) => {
-    child.stdout.once("data", (chunk) => resolve(JSON.parse(String(chunk).split("\n")[0])));
-    child.once("exit", (code) => reject(new Error(`hold-lock exited ${code}`)));
-  });
-  assert.equal(ready.ready, true);
-  return {
-    release: () =>
-      new Promise((resolve) => {
-        child.once("exit", resolve);
-        child.stdin.end();
-      }),
-  };
-}
+import { core, holdAsPi, makeWorkspace, requireDaemon, startDaemon } from "./support.mjs";
 
 const draft = {
   draftId: "d-1",

@@ -1,4 +1,5 @@
 // Starts the real daemon and talks to it through vscode-jsonrpc, as the extension's LanguageClient does.
+import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync } from "node:fs";
 import http from "node:http";
@@ -158,6 +159,25 @@ export async function stallingProvider() {
       server.closeAllConnections();
       return new Promise((resolve) => server.close(resolve));
     },
+  };
+}
+
+/** `pi-sessiond hold-lock FILE` as the Pi extension runs it: the lock body names a live Pi. */
+export async function holdAsPi(file, socket) {
+  const child = spawn(PYTHON, ["-m", "pi_sessiond", "hold-lock", file, "--pid", String(process.pid), "--socket", socket], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const ready = await new Promise((resolve, reject) => {
+    child.stdout.once("data", (chunk) => resolve(JSON.parse(String(chunk).split("\n")[0])));
+    child.once("exit", (code) => reject(new Error(`hold-lock exited ${code}`)));
+  });
+  assert.equal(ready.ready, true);
+  return {
+    release: () =>
+      new Promise((resolve) => {
+        child.once("exit", resolve);
+        child.stdin.end();
+      }),
   };
 }
 

@@ -52,12 +52,17 @@ function M.show_buffer(buf)
   return show(buf)
 end
 
---- Show `lines` in a read-only markdown scratch buffer named `name`.
-function M.show_markdown(name, lines)
-  local buf = scratch(name, 'markdown')
+--- Show `lines` in a read-only scratch buffer named `name` (`filetype`, default markdown).
+function M.show_text(name, lines, filetype)
+  local buf = scratch(name, filetype or 'markdown')
   set_lines(buf, lines)
   show(buf)
   return buf
+end
+
+--- Show `lines` in a read-only markdown scratch buffer named `name`.
+function M.show_markdown(name, lines)
+  return M.show_text(name, lines, 'markdown')
 end
 
 local function tree_keymaps(buf)
@@ -70,6 +75,29 @@ local function tree_keymaps(buf)
   map('R', function()
     M.refresh(trees[buf].session_id)
   end, 'pi-sessiond: refresh the tree')
+  map('o', function()
+    local id = M.entry_at_cursor()
+    return id and require('pi_sessiond.masking').show_original(id)
+  end, 'pi-sessiond: show the original tool output')
+  map('u', function()
+    local id = M.entry_at_cursor()
+    if id then
+      require('pi_sessiond.masking').unmask({ require('pi_sessiond.masking').target_of(trees[buf].result or {}, id) })
+    end
+  end, 'pi-sessiond: unmask this tool output')
+  map('K', function()
+    local id, result = M.entry_at_cursor(), trees[buf].result or {}
+    for _, node in ipairs(id and result.nodes or {}) do
+      if node.id == id then
+        local lines = require('pi_sessiond.masking').detail_lines(node, (result.marks or {})[id])
+        return vim.lsp.util.open_floating_preview(lines, 'text', { border = 'single', max_width = 100 })
+      end
+    end
+  end, 'pi-sessiond: the entry in detail (a masked result: its placeholder)')
+  map('m', function()
+    local id = M.entry_at_cursor()
+    return id and require('pi_sessiond.masking').mask({ entry_ids = { id } })
+  end, 'pi-sessiond: mask this tool output')
   map('q', '<cmd>close<CR>', 'pi-sessiond: close')
 end
 
@@ -114,12 +142,12 @@ end
 
 local function fill_tree(buf, result)
   local width = window_width(buf)
-  local lines, ids, folds = render.tree_lines(result.nodes or {}, result.leafId, width, result.tokens)
+  local lines, ids, folds = render.tree_lines(result.nodes or {}, result.leafId, width, result.tokens, result.marks)
   if #lines == 0 then
     lines = { '(empty session)' }
   end
   local info = trees[buf]
-  info.ids, info.leaf_id, info.folds = ids, result.leafId, folds
+  info.ids, info.leaf_id, info.folds, info.result = ids, result.leafId, folds, result
   set_lines(buf, lines)
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
     vim.api.nvim_win_call(win, function()

@@ -99,6 +99,47 @@ function M.undo()
   end
 end
 
+--- `:PiMask`: mask old tool output (asks first, with the dry run's count and tokens).
+function M.mask()
+  if need_session() then
+    require('pi_sessiond.masking').mask()
+  end
+end
+
+--- `:PiUnmask[!] [id]`: restore the tool result under the cursor in `:PiTree` (or `id`, or an
+--- edit's target); `!` restores every masked result of the leaf's context.
+function M.unmask(id, all)
+  if not need_session() then
+    return
+  end
+  local masking = require('pi_sessiond.masking')
+  if all then
+    return masking.unmask(nil)
+  end
+  local entry_id = id ~= '' and id or buffers.entry_at_cursor()
+  if not entry_id then
+    return notify('no entry: use :PiUnmask {id} or the tree (:PiUnmask! restores all)', vim.log.levels.WARN)
+  end
+  api().get_tree(function(err, tree)
+    if err then
+      return report(err)
+    end
+    masking.unmask({ masking.target_of(tree, entry_id) })
+  end)
+end
+
+--- `:PiOriginal [id]`: the stored tool result under the cursor in `:PiTree` (or `id`).
+function M.original(id)
+  if not need_session() then
+    return
+  end
+  local entry_id = id ~= '' and id or buffers.entry_at_cursor()
+  if not entry_id then
+    return notify('no entry: use :PiOriginal {id} or the tree', vim.log.levels.WARN)
+  end
+  require('pi_sessiond.masking').show_original(entry_id)
+end
+
 --- `:PiTree`: show the tree of the current session.
 function M.tree()
   if not need_session() then

@@ -11,6 +11,7 @@ local drafts = require('pi_sessiond.drafts')
 local errors = require('pi_sessiond.errors')
 local events = require('pi_sessiond.events')
 local jobs = require('pi_sessiond.jobs')
+local masking = require('pi_sessiond.masking')
 local progress = require('pi_sessiond.progress')
 local protocol = require('pi_sessiond.protocol')
 local session = require('pi_sessiond.session')
@@ -265,7 +266,7 @@ end
 --- `pi/getTree` of the current session (or `opts.session_id`).
 --- The result gains `tokens`: compaction id -> `tokensBefore`, branch summary id -> its
 --- estimated size, and `first_kept`: compaction id -> `firstKeptEntryId` (from
---- `pi/getEntries`; absent when that fails).
+--- `pi/getEntries`; absent when that fails), and `marks` / `masked` (`masking.annotate`).
 function M.get_tree(callback, opts)
   opts = opts or {}
   local function with_tokens(err, result, session_id)
@@ -274,17 +275,19 @@ function M.get_tree(callback, opts)
     end
     local ids = {}
     for _, node in ipairs(result.nodes or {}) do
-      if node.type == 'compaction' or node.type == 'branch_summary' then
+      if node.type == 'compaction' or node.type == 'branch_summary' or masking.is_masking_edit(node) then
         table.insert(ids, node.id)
       end
     end
     if #ids == 0 or not session_id then
-      return callback(nil, result)
+      return callback(nil, masking.annotate(result, {}))
     end
     client.request(protocol.methods.GET_ENTRIES, { sessionId = session_id, ids = ids }, function(e, entries)
+      local by_id = {}
       if not e and entries then
         result.tokens, result.first_kept = {}, {}
         for _, entry in ipairs(entries.entries or {}) do
+          by_id[entry.id] = entry
           if entry.type == 'compaction' and type(entry.firstKeptEntryId) == 'string' then
             result.first_kept[entry.id] = entry.firstKeptEntryId
           end
@@ -295,7 +298,7 @@ function M.get_tree(callback, opts)
           end
         end
       end
-      callback(nil, result)
+      callback(nil, masking.annotate(result, by_id))
     end)
   end
   if opts.session_id then

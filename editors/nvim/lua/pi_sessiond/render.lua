@@ -66,13 +66,14 @@ local function turn_summary(members)
   return #tools > 0 and text .. ' · ' .. table.concat(tools, ', ') or text
 end
 
-local function node_line(node, depth, leaf_id, width, extra)
+local function node_line(node, depth, leaf_id, width, extra, label_text)
   local mark = node.id == leaf_id and LEAF or (node.onActivePath and ON_PATH or OFF_PATH)
   local label = ''
   if node.label and node.label ~= vim.NIL then
     label = string.format(' [%s]', node.label)
   end
-  local text = string.format('%s%s %s%s', string.rep('  ', depth), mark, kind(node), label)
+  -- A context edit reads as what it does (`masked bash npm test`) instead of its kind and preview.
+  local text = string.format('%s%s %s%s', string.rep('  ', depth), mark, label_text or kind(node), label)
   if extra and extra ~= '' then
     -- The turn summary gets at most half the line; the preview keeps the rest.
     local half = width and math.max(8, math.floor(width / 2)) or nil
@@ -80,7 +81,7 @@ local function node_line(node, depth, leaf_id, width, extra)
   end
   -- The whole line fits `width` (the window's): the preview gets what the prefix leaves.
   local room = width and math.max(8, width - vim.fn.strdisplaywidth(text) - 2) or nil
-  local preview = one_line(node.preview, room)
+  local preview = label_text and '' or one_line(node.preview, room)
   if preview ~= '' then
     text = text .. ': ' .. preview
   end
@@ -125,10 +126,13 @@ end
 --- indented one step under it (Pi's `/tree` layout), and each user message
 --- holds its turn (the assistant's work, one step deeper, summed up on the
 --- user line). `tokens` (optional) maps compaction / branch-summary ids to
---- their token counts. Returns `lines, ids, folds` where `ids[i]` is the
---- entry id on line `i` and `folds[i]` is `'>1'` on a turn's user line, `1`
---- inside a turn, `0` elsewhere (a 'foldexpr').
-function M.tree_lines(nodes, leaf_id, width, tokens)
+--- their token counts; `marks` (optional, `masking.marks`) id -> `{label?, note}`:
+--- a masked tool result shows its note (`masked · ok; 4451 characters, 50 lines`),
+--- a context edit its label then its note (`masked bash npm test (→ id · size)`).
+--- Returns `lines, ids, folds` where `ids[i]` is the entry id on line `i` and
+--- `folds[i]` is `'>1'` on a turn's user line, `1` inside a turn, `0` elsewhere
+--- (a 'foldexpr').
+function M.tree_lines(nodes, leaf_id, width, tokens, marks)
   local by_id, roots = {}, {}
   for _, node in ipairs(nodes) do
     by_id[node.id] = node
@@ -158,7 +162,8 @@ function M.tree_lines(nodes, leaf_id, width, tokens)
     if tokens and tokens[node.id] then
       extra = short_count(tokens[node.id]) .. ' tokens'
     end
-    table.insert(lines, node_line(node, shown, leaf_id, width, extra))
+    local mark = marks and marks[node.id]
+    table.insert(lines, node_line(node, shown, leaf_id, width, mark and mark.note or extra, mark and mark.label))
     table.insert(ids, node.id)
     table.insert(folds, turns[node.id] and '>1' or (member_of[node.id] and '1' or '0'))
     local kids = children_of(node, by_id)

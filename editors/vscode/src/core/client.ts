@@ -18,6 +18,7 @@ import {
   type EntriesResult,
   type IdResult,
   type ListSessionsResult,
+  type MaskResult,
   Methods,
   type NavigateResult,
   type ReviewSummaryAnswer,
@@ -162,6 +163,16 @@ export class PiClient {
   /** `pi/undo`: takes back the compaction or branch summary `entryId` while it is the leaf. */
   undo(sessionId: string, entryId: string): Promise<UndoResult> {
     return this.rpc.sendRequest<UndoResult>(Methods.UNDO, { sessionId, entryId });
+  }
+
+  /** `pi/mask`: masks the named tool results, or (no `entryIds`) what `compaction.masking` picks. */
+  mask(sessionId: string, options: { entryIds?: string[]; dryRun?: boolean } = {}): Promise<MaskResult> {
+    return this.rpc.sendRequest<MaskResult>(Methods.MASK, { sessionId, ...options });
+  }
+
+  /** `pi/unmask`: restores the masked tool results `entryIds` with edits carrying their originals. */
+  unmask(sessionId: string, entryIds: string[]): Promise<MaskResult> {
+    return this.rpc.sendRequest<MaskResult>(Methods.UNMASK, { sessionId, entryIds });
   }
 
   /** Pi's `/tree`: move the leaf to `targetId`, optionally summarizing the branch left. */

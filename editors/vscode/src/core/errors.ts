@@ -45,7 +45,7 @@ export function piCommand(error: unknown): string | undefined {
 }
 
 /** What was being done, for the errors whose sentence depends on it. */
-export type ErrorAction = "undo" | "commitDraft";
+export type ErrorAction = "undo" | "commitDraft" | "mask" | "unmask";
 
 const DRAFT_STATES: Record<string, string> = {
   expired: "The draft expired before it was committed; nothing was written. Preview the compaction again.",
@@ -53,9 +53,15 @@ const DRAFT_STATES: Record<string, string> = {
   unknown: "The daemon no longer has that draft (it restarted, or the session was closed); preview again.",
 };
 
-const CONFLICT: Record<ErrorAction, string> = {
+const CONFLICT: Partial<Record<ErrorAction, string>> = {
   undo: "That summary is no longer the leaf (the session moved on); nothing was undone. Navigate the tree instead.",
   commitDraft: "The session changed since the preview, so the draft no longer fits; nothing was written. Preview again.",
+};
+
+/** `invalidParams` naming an entry (`data.entryId`) of a mask or unmask: the tree was out of date. */
+const NOT_MASKABLE: Partial<Record<ErrorAction, string>> = {
+  mask: "That entry is not an unmasked tool result in the context of the leaf (the tree may be out of date); nothing was written.",
+  unmask: "That tool result is not masked in the context of the leaf (the tree may be out of date); nothing was written.",
 };
 
 function errorData(error: unknown): Record<string, unknown> {
@@ -70,6 +76,9 @@ function specific(reason: string | undefined, data: Record<string, unknown>, act
   }
   if (reason === "conflict" && action !== undefined) {
     return CONFLICT[action];
+  }
+  if (reason === "invalidParams" && typeof data.entryId === "string" && action !== undefined) {
+    return NOT_MASKABLE[action];
   }
   if (reason === "liveWriter" && typeof data.piCommand !== "string") {
     return "Another program (Pi?) wrote to this session moments ago; nothing was written. Try again when it is idle.";

@@ -15,9 +15,17 @@ export const SETTINGS_KEYS: Readonly<Record<string, string>> = {
   "compaction.enabled": "compaction.enabled",
   "compaction.reserveTokens": "compaction.reserveTokens",
   "compaction.keepRecentTokens": "compaction.keepRecentTokens",
+  "compaction.masking.enabled": "compaction.masking.enabled",
+  "compaction.masking.tools": "compaction.masking.tools",
+  "compaction.masking.minTokens": "compaction.masking.minTokens",
+  "compaction.masking.olderThanTokens": "compaction.masking.olderThanTokens",
+  "compaction.prepareAt": "compaction.prepareAt",
   contextWindow: "contextWindow",
   tokenizer: "tokenizer",
 };
+
+/** Keys whose explicit `null` is a value ("from the session's model", "off"), sent as such. */
+const NULLABLE = new Set(["contextWindow", "compaction.prepareAt"]);
 
 /** Keys whose change needs a new daemon (command) or a new `initialize` (hooks). */
 export const RESTART_KEYS = ["daemon.command", "daemon.python", "sessionsDir", "reviewSummaries"] as const;
@@ -30,7 +38,7 @@ export function piSettings(get: ExplicitSetting): Record<string, unknown> {
   const settings: Record<string, unknown> = {};
   for (const [key, path] of Object.entries(SETTINGS_KEYS)) {
     const value = get(key);
-    if (value === undefined || value === "" || (value === null && key !== "contextWindow")) {
+    if (value === undefined || value === "" || (value === null && !NULLABLE.has(key))) {
       continue;
     }
     setPath(settings, path.split("."), value);

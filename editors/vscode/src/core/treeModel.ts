@@ -17,6 +17,7 @@
  * summaries stay at the chain's level, with their token counts when `details` has them.
  */
 import type { TreeNode, TreeResult } from "../protocol";
+import type { Mark } from "./masking";
 
 /** How one node is drawn (icons are codicon ids). */
 export interface NodeView {
@@ -25,7 +26,7 @@ export interface NodeView {
   description: string;
   tooltip: string;
   icon: string;
-  /** `entry`, `entry-summary` (compaction / branch summary: opens as markdown), plus `-leaf` on the leaf. */
+  /** `entry`, `entry-summary` (compaction / branch summary: opens as markdown), a mark's (`entry-masked`, `entry-edit`, `entry-history`, `entry-tool`), plus `-leaf` on the leaf. */
   contextValue: string;
   isLeaf: boolean;
   onActivePath: boolean;
@@ -44,6 +45,8 @@ export interface EntryDetail {
 export interface TreeOptions {
   groupTurns?: boolean;
   details?: ReadonlyMap<string, EntryDetail>;
+  /** Masked tool results and context edits (`core/masking`'s `maskMarks`). */
+  marks?: ReadonlyMap<string, Mark>;
 }
 
 /** One row of the Navigate Tree quick pick. */
@@ -124,7 +127,7 @@ function formatCount(n: number): string {
 }
 
 /** Short target of a tool call: its path, file, pattern or command (first line), else "". */
-function toolTarget(args: Record<string, unknown>): string {
+export function toolTarget(args: Record<string, unknown>): string {
   for (const key of ["path", "file_path", "filePath", "file", "pattern", "command"]) {
     const value = args[key];
     if (typeof value === "string" && value !== "") {
@@ -177,12 +180,14 @@ export class TreeModel {
   private readonly turns = new Map<string, string[]>();
   private readonly turnOf = new Map<string, string>();
   private readonly details: ReadonlyMap<string, EntryDetail>;
+  private readonly marks: ReadonlyMap<string, Mark>;
 
   constructor(
     result: TreeResult,
     options: TreeOptions = {},
   ) {
     this.details = options.details ?? new Map();
+    this.marks = options.marks ?? new Map();
     this.leafId = result.leafId ?? undefined;
     for (const node of result.nodes ?? []) {
       this.nodes.set(node.id, node);
@@ -272,18 +277,20 @@ export class TreeModel {
       throw new Error(`unknown node ${id}`);
     }
     const isLeaf = id === this.leafId;
-    const label = this.nodeLabel(node);
-    const parts = [node.label ? `[${node.label}]` : "", isLeaf ? "● leaf" : "", this.summaryOf(id)];
+    const mark = this.marks.get(id);
+    const label = mark?.label ?? this.nodeLabel(node);
+    const parts = [node.label ? `[${node.label}]` : "", isLeaf ? "● leaf" : "", mark?.description, this.summaryOf(id)];
     const description = parts.filter(Boolean).join(" ");
     const kind = node.type === "message" ? (node.role ?? "message") : (node.type ?? "entry");
     const when = node.timestamp ? `\n${node.timestamp}` : "";
+    const more = mark?.tooltip ? `\n\n${mark.tooltip}` : "";
     return {
       id,
       label,
       description,
-      tooltip: `${kind} ${id}${node.label ? ` [${node.label}]` : ""}${when}\n\n${node.preview ?? ""}`,
-      icon: isLeaf ? "debug-stackframe" : nodeIcon(node),
-      contextValue: (isSummaryNode(node) ? "entry-summary" : "entry") + (isLeaf ? "-leaf" : ""),
+      tooltip: `${kind} ${id}${node.label ? ` [${node.label}]` : ""}${when}\n\n${node.preview ?? ""}${more}`,
+      icon: isLeaf ? "debug-stackframe" : (mark?.icon ?? nodeIcon(node)),
+      contextValue: (mark?.contextValue ?? (isSummaryNode(node) ? "entry-summary" : "entry")) + (isLeaf ? "-leaf" : ""),
       isLeaf,
       onActivePath: this.activePath.has(id),
     };

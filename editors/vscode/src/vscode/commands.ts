@@ -9,6 +9,7 @@ import { formatTokens } from "../core/status";
 import type { Daemon } from "./daemon";
 import type { DraftEditors } from "./drafts";
 import { PiDocuments, showDocument } from "./documents";
+import type { MaskCommands } from "./masking";
 import type { CurrentSession } from "./session";
 
 export class Commands {
@@ -19,6 +20,7 @@ export class Commands {
     private readonly session: CurrentSession,
     private readonly output: vscode.LogOutputChannel,
     private readonly drafts: DraftEditors,
+    private readonly masking: MaskCommands,
     /** Reveals and selects an entry in the side bar's tree (expanding its branch). */
     private readonly reveal: (entryId: string) => Promise<void> = async () => {},
   ) {}
@@ -56,6 +58,9 @@ export class Commands {
       "pi.restartDaemon": () => this.restart(),
       "pi.showLog": () => this.output.show(),
     };
+    for (const [name, run] of Object.entries(this.masking.table())) {
+      table[name] = (id?: string) => this.withSession((pi, sessionId) => run(pi, sessionId, id));
+    }
     return Object.entries(table).map(([name, run]) => vscode.commands.registerCommand(name, run));
   }
 

@@ -1,17 +1,18 @@
 /** The open session: which one it is, its tree, and change events for the views. */
 import * as vscode from "vscode";
 import type { PiClient } from "../core/client";
+import type { EditInfo } from "../core/masking";
+import { loadTree } from "../core/sessionTree";
 import { effectiveReserve } from "../core/settings";
-import { type EntryDetail, entryDetail, isSummaryNode, TreeModel, toolNames } from "../core/treeModel";
-import type { LockHolder, SessionInfo, StatsResult, TreeResult } from "../protocol";
-
-/** At most this many entries are fetched for tool targets and token counts (the rest show names only). */
-const DETAIL_LIMIT = 2000;
+import { TreeModel } from "../core/treeModel";
+import type { LockHolder, SessionInfo, StatsResult } from "../protocol";
 
 export class CurrentSession implements vscode.Disposable {
   info: SessionInfo | undefined;
   tree: TreeModel = new TreeModel({ nodes: [] });
   stats: StatsResult | undefined;
+  /** The tool results masked in the leaf's context: target id → the edit masking it. */
+  masked = new Map<string, EditInfo>();
   reserveTokens = 16384;
   /** Sessions a live Pi holds (`pi/sessionLive`), by id: their holder. */
   readonly live = new Map<string, LockHolder>();
@@ -50,32 +51,13 @@ export class CurrentSession implements vscode.Disposable {
     if (id === undefined) {
       return;
     }
-    const [tree, stats] = await Promise.all([pi.getTree(id), pi.getStats(id).catch(() => undefined)]);
-    const details = await this.details(pi, id, tree);
+    const [loaded, stats] = await Promise.all([loadTree(pi, id), pi.getStats(id).catch(() => undefined)]);
     if (this.info?.sessionId === id) {
-      this.tree = new TreeModel(tree, { groupTurns: true, details });
+      this.tree = loaded.model;
+      this.masked = loaded.masked;
       this.stats = stats;
       this.changed.fire();
     }
-  }
-
-  /** Tool-call targets and summary token counts, from the entries of the nodes that have them. */
-  private async details(pi: PiClient, sessionId: string, tree: TreeResult): Promise<Map<string, EntryDetail>> {
-    const wanted = (tree.nodes ?? []).filter((node) => isSummaryNode(node) || toolNames(node).length > 0);
-    const ids = wanted.slice(-DETAIL_LIMIT).map((node) => node.id);
-    const out = new Map<string, EntryDetail>();
-    if (ids.length === 0) {
-      return out;
-    }
-    const entries = await pi.getEntries(sessionId, ids).catch(() => []);
-    for (const entry of entries) {
-      const detail = entryDetail(entry as unknown as Record<string, unknown>);
-      const entryId = (entry as { id?: unknown }).id;
-      if (detail !== undefined && typeof entryId === "string") {
-        out.set(entryId, detail);
-      }
-    }
-    return out;
   }
 
   dispose(): void {
@@ -83,3 +65,4 @@ export class CurrentSession implements vscode.Disposable {
     this.changed.dispose();
   }
 }
+

@@ -37,6 +37,8 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<string> {
     item.contextValue = view.contextValue;
     if (view.contextValue.startsWith("entry-summary")) {
       item.command = { command: "pi.tree.openSummary", title: "Open Summary", arguments: [id] };
+    } else if (/^entry-(masked|edit|history)/.test(view.contextValue)) {
+      item.command = { command: "pi.tree.showOriginal", title: "Show Original", arguments: [id] };
     }
     return item;
   }
