@@ -184,7 +184,8 @@ local function test_undo(path, compaction, context_before)
   wait_for(':PiUndo reported', function() return said('undid the compaction') ~= nil end)
   check(vim.deep_equal(context(), context_before), 'after :PiUndo the context equals the context before the compaction')
   local last = read_entries(path)[#read_entries(path)]
-  check(last.customType == 'pi-sessiond.undo' and last.parentId == compaction.parentId, 'an undo entry under its parent')
+  check(last.customType == 'pi-sessiond.undo' and last.parentId == compaction.parentId,
+    'an undo entry under its parent')
   local mark = #messages + 1
   vim.cmd('PiUndo')
   wait_for('a second :PiUndo says there is nothing to undo',

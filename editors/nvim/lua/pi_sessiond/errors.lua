@@ -10,7 +10,8 @@ local DRAFT_STATES = {
 local NOT_MASKABLE = {
   mask = 'that entry is not an unmasked tool result in the context of the leaf (the tree may be out of date);'
     .. ' nothing was written',
-  unmask = 'that tool result is not masked in the context of the leaf (the tree may be out of date); nothing was written',
+  unmask = 'that tool result is not masked in the context of the leaf (the tree may be out of date);'
+    .. ' nothing was written',
 }
 local CONFLICT = {
   undo = 'that summary is no longer the leaf (the session moved on); nothing was undone: navigate with :PiTree',
