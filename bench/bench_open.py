@@ -15,10 +15,16 @@ file is 1,660 messages). Every measurement is a fresh process:
 * Pi: ``node bench/pi_open_bench.mjs FILE``, ``SessionManager.open(copy, dir)``
   then ``buildSessionContext(sm.getEntries(), sm.getLeafId())`` in one process.
 
+A second ``pi/getContext`` of the same leaf (the context is kept, so this is the
+thread hand-off, encoding, the 1.6 MB reply through the pipe and the client's
+parse) is timed too, and with ``--phases`` the daemon's share is printed: our
+open + context through the daemon minus the in-process steps.
+
 Peak memory is each process's ``ru_maxrss`` (``os.wait4``; for ours the daemon,
 not the client). Goals (issue 12): ours <= 0.1x Pi in time, peak RSS <= Pi's.
 
-``--phases`` also times, in fresh processes of their own (``--phases-worker``),
+``--phases`` also times, in fresh processes of their own (``--phases-worker``, one per
+repetition, run right before that repetition's daemon so both see the same load),
 where our open + first context goes, step by step in-process: reading the file,
 the regex rows (``store/scan.Lines``), the rest of the scan (columns, the lines
 the per-line reader reads, the table), the tree, the first context's path index
@@ -60,6 +66,8 @@ def ours(path: Path) -> dict[str, Any]:
         t_open = time.perf_counter()
         context = client.request("pi/getContext", {"sessionId": opened["sessionId"]})
         t_context = time.perf_counter()
+        client.request("pi/getContext", {"sessionId": opened["sessionId"]})  # the reply path alone
+        t_again = time.perf_counter()
         client.request("shutdown")
         client.notify("exit")
     finally:
@@ -70,7 +78,8 @@ def ours(path: Path) -> dict[str, Any]:
         raise RuntimeError(f"daemon exited with {status}")
     return {"entries": opened["entryCount"], "contextMessages": len(context["messages"]),
             "open_ms": (t_open - t) * 1e3, "context_ms": (t_context - t_open) * 1e3,
-            "open_context_ms": (t_context - t) * 1e3, "max_rss_mb": usage.ru_maxrss / 1024}
+            "open_context_ms": (t_context - t) * 1e3, "context_again_ms": (t_again - t_context) * 1e3,
+            "max_rss_mb": usage.ru_maxrss / 1024}
 
 
 def phases_worker(path: Path) -> None:
@@ -115,14 +124,12 @@ def phases_worker(path: Path) -> None:
     print(json.dumps(out))
 
 
-def phases(path: Path, repeat: int) -> dict[str, float]:
-    """Medians of ``repeat`` fresh :func:`phases_worker` processes."""
-    runs = []
-    for _ in range(repeat):
-        done = subprocess.run([sys.executable, __file__, "--phases-worker", str(path)], capture_output=True,
-                              text=True, check=True, cwd=ROOT)
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+def phases(path: Path) -> dict[str, float]:
+    """One fresh :func:`phases_worker` process: our steps in-process (ms)."""
+    done = subprocess.run([sys.executable, __file__, "--phases-worker", str(path)], capture_output=True,
+                          text=True, check=True, cwd=ROOT)
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def pi(path: Path) -> dict[str, Any]:
@@ -159,7 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# python {platform.python_version()}, node {node}, Pi {pi_version}, {os.cpu_count()} cpus, "
           f"load {load:.1f}; {path.name} ({path.stat().st_size / 1e6:.1f} MB), repeat={args.repeat} (medians)")
     runs: dict[str, list[dict[str, Any]]] = {"ours": [], "pi": []}
-    for _ in range(args.repeat):  # interleaved, so drift hits both sides alike
+    step_runs: list[dict[str, float]] = []
+    for _ in range(args.repeat):  # interleaved, so drift hits all sides alike
+        if args.phases:  # right before the daemon: the two see the same load
+            step_runs.append(phases(path))
         runs["ours"].append(ours(path))
         runs["pi"].append(pi(path))
     med = {side: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for side, rs in runs.items()}
@@ -172,15 +182,21 @@ def main(argv: list[str] | None = None) -> int:
         a, b = med["ours"][key], med["pi"][key]
         print(f"| {label} | {fmt(a)} | {fmt(b)} | {a / b:.2f} | {GOALS.get(key, '')} |")
     print(f"# context messages: ours {med['ours']['contextMessages']:.0f}, Pi {med['pi']['contextMessages']:.0f}")
-    steps = phases(path, args.repeat) if args.phases else {}
+    steps = {k: statistics.median(r[k] for r in step_runs) for k in step_runs[0]} if step_runs else {}
     if steps:
         print("| our step, in-process (ms) | " + " | ".join(steps) + " | sum |")
         print("|---" * (len(steps) + 2) + "|")
         print("| median | " + " | ".join(fmt(v) for v in steps.values()) + f" | {fmt(sum(steps.values()))} |")
+        pairs = zip(runs["ours"], step_runs, strict=True)
+        share = statistics.median(o["open_context_ms"] - sum(r.values()) for o, r in pairs)
+        floor = min(o["open_context_ms"] for o in runs["ours"]) - min(sum(r.values()) for r in step_runs)
+        print(f"# the daemon's share, open + context through the daemon - the in-process sum: median of the "
+              f"repetitions {fmt(share)} ms, fastest - fastest {fmt(floor)} ms; "
+              f"a second pi/getContext (reply path alone): {fmt(med['ours']['context_again_ms'])} ms")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"command": command, "load": load, "runs": runs, "medians": med,
-                                         "phases": steps}, indent=2) + "\n")
+                                         "phases": steps, "phase_runs": step_runs}, indent=2) + "\n")
     return 0
 
 

@@ -4,6 +4,11 @@ The protocol's stdout moves to a private fd first, so a stray ``print`` lands on
 stderr; stdin and stdout may be pipes, ttys, sockets or regular files
 (``printf FRAMES | pi-sessiond serve``, ``pi-sessiond serve < frames > out``).
 The framing and the connection's rules are :func:`pi_sessiond.transport.serve_connection`'s.
+
+When stdout is a pipe it is widened to :data:`PIPE_BYTES` (Linux ``F_SETPIPE_SZ``, best effort):
+a big reply (a 1.6 MB context) then crosses in a few writes instead of one per 64 KiB, each of
+which waits for the client to read and the loop to wake (on a loaded machine, a scheduling delay
+each). The bytes on the wire do not change.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import stat
 import sys
 import threading
 from collections.abc import Callable
@@ -44,6 +50,29 @@ class _BlockingWriter:
 
 
 
+PIPE_BYTES = 1 << 20
+"""What a stdout pipe is widened to (Linux's default ``/proc/sys/fs/pipe-max-size`` for any user)."""
+
+
+def widen_pipe(fd: int, size: int = PIPE_BYTES) -> int:
+    """Make the pipe ``fd`` hold ``size`` bytes if it holds less; returns its size after (0: not a pipe or not Linux).
+
+    Best effort: a refusal (the user's pipe-buffer quota, ``pipe-max-size``) leaves the pipe as it was.
+    """
+    try:
+        import fcntl
+
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode) or not hasattr(fcntl, "F_GETPIPE_SZ"):
+            return 0
+        current = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+        if current < size:
+            with contextlib.suppress(OSError):
+                current = fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)
+        return int(current)
+    except (ImportError, OSError):
+        return 0
+
+
 def _protect_stdout() -> int:
     """Move the protocol's stdout to a private fd; stray prints then land on stderr."""
     fd = os.dup(sys.stdout.fileno())
@@ -67,6 +96,7 @@ def _feed_file(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd
 
 
 async def _stdout_sink(loop: asyncio.AbstractEventLoop, fd: int) -> StreamSink:
+    widen_pipe(fd)
     pipe = os.fdopen(fd, "wb", buffering=0, closefd=False)  # the fd outlives this wrapper
     try:
         transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
