@@ -32,9 +32,12 @@ method table (`pi_protocol.methods`) the daemon registers its handlers from,
 so it lists exactly what the daemon serves. The contract it implements is
 the project's `PROTOCOL.md` (framing, LSP lifecycle, session data, the
 command line); this reference deliberately goes further than the contract in
-three places: it gives every field's type, it says which error reasons each
-method may answer, and it lists the settings' built-in defaults as the code
-has them. Types are spelled as in the generated TypeScript
+four places: it gives every field's type, it says which error reasons each
+method may answer, it lists the settings' built-in defaults as the code
+has them, and it has a few names the contract's "Additions" do not: `reason`
+on `pi/mask` (the masking tier a live Pi asks for at its turn boundary),
+`force` on `pi/commitDraft` (the `liveWriter` guard of `pi/compact`) and
+`data.draftState` of a refused commit. Types are spelled as in the generated TypeScript
 (`editors/vscode/src/protocol.ts`); `?` marks a field with a default: params
 may leave it out, and a result leaves it out only when it is `null` (fields
 typed `… | null` without `?` are always written).
