@@ -24,7 +24,7 @@ import attrs
 from pi_sessiond.errors import InvalidParams, UnknownSession
 from pi_sessiond.store.layout import session_dir, sessions_root
 from pi_sessiond.store.listing import list_sessions
-from pi_sessiond.store.openindex import cache_dir
+from pi_sessiond.store.openindex import SAVE_DELAY, cache_dir
 from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES
 from pi_sessiond.store.session import Session
 
@@ -115,8 +115,10 @@ class Registry:
                 session = Session.open(resolved, max_bytes=self._max_bytes(), index_dir=index_dir)
             except OSError as exc:
                 raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
-            if session.pending_index is not None:  # saved in the background: the reply does not wait
-                threading.Thread(target=session.save_index, name="open-index", daemon=True).start()
+            if session.pending_index is not None:  # saved in the background, once the first requests are served
+                saver = threading.Timer(SAVE_DELAY, session.save_index)
+                saver.daemon = True
+                saver.start()
             return self.add(session)
 
     def _open_at(self, resolved: Path) -> OpenSession | None:

@@ -37,6 +37,7 @@ import stat
 import tempfile
 from array import array
 from bisect import bisect_right
+from operator import lt
 from pathlib import Path
 
 import orjson
@@ -54,6 +55,9 @@ MAX_CACHE_BYTES = 256 * 1024 * 1024
 HEAD, TAIL = 4096, 65536
 _MAGIC = b"pi-sessiond open-index\n"
 _COLUMN = re.compile(rb"[ !#-\[\]-~\n]*")  # what ids and parents may hold (scan._PLAIN) and the separator
+_NEWLINE = re.compile(b"\n")
+_START = re.Match.start
+SAVE_DELAY = 3.0  # seconds between an open and saving its index: the first requests on it go first
 STATS = {"bytesRead": 0, "indexHits": 0, "indexSaves": 0}
 
 
@@ -145,7 +149,7 @@ def save(path: Path, st: os.stat_result, columns: ScanColumns, directory: Path) 
 def _encode(path: Path, st: os.stat_result, c: ScanColumns) -> bytes | None:
     size = c.buf.rfind(b"\n") + 1
     lines = len(c.ids) - 1  # the last row is the line after the last newline (empty or torn): not indexed
-    newlines = array("q", (m.start() for m in re.finditer(b"\n", c.buf[:size])))
+    newlines = array("q", map(_START, _NEWLINE.finditer(c.buf, 0, size)))
     if lines < 1 or newlines[0] != c.header_end or len(newlines) != lines + 1:
         return None
     ids = "\n".join(c.ids[:lines]).encode()
@@ -250,8 +254,9 @@ def _rebuild(fd: int, meta: dict[str, int | str], body: bytes) -> ReadResult | N
     parents = body[n_ids : n_ids + n_parents].decode().split("\n")
     slow = array("q")
     slow.frombytes(body[n_ids + n_parents : n_ids + n_parents + 8 * n_slow])
-    newlines = array("q")
-    newlines.frombytes(body[n_ids + n_parents + 8 * n_slow :])
+    packed = array("q")
+    packed.frombytes(body[n_ids + n_parents + 8 * n_slow :])
+    newlines = packed.tolist()  # a list: checked and indexed faster than the array
     _check(ids, parents, slow, newlines, lines, size, header_end)
     head = _pread(fd, header_end + 1, 0)
     header = header_of(head, header_end)
@@ -260,18 +265,18 @@ def _rebuild(fd: int, meta: dict[str, int | str], body: bytes) -> ReadResult | N
     return _assemble_from(fd, header, ids, parents, list(slow), newlines, size)
 
 
-def _check(ids: list[str], parents: list[str], slow: array[int], newlines: array[int], lines: int, size: int,
+def _check(ids: list[str], parents: list[str], slow: array[int], newlines: list[int], lines: int, size: int,
            header_end: int) -> None:
     if len(ids) != lines or len(parents) != lines or len(newlines) != lines + 1:
         raise ValueError("column lengths differ")
-    if newlines[0] != header_end or newlines[-1] != size - 1 or not all(map(int.__lt__, newlines, newlines[1:])):
+    if newlines[0] != header_end or newlines[-1] != size - 1 or not all(map(lt, newlines, newlines[1:])):
         raise ValueError("newlines out of order")
-    if slow and (slow[0] < 0 or slow[-1] >= lines or not all(map(int.__lt__, slow, slow[1:]))):
+    if slow and (slow[0] < 0 or slow[-1] >= lines or not all(map(lt, slow, slow[1:]))):
         raise ValueError("slow lines out of order")
 
 
 def _assemble_from(fd: int, header: dict[str, object], ids: list[str], parents: list[str], slow: list[int],
-                   newlines: array[int], size: int) -> ReadResult:
+                   newlines: list[int], size: int) -> ReadResult:
     table = EntryTable()
     result = ReadResult(header, table, [], size, True, header_line=1, line_count=len(ids) + 1)
     maker = _FileMaker(os.dup(fd), newlines, table)  # its own descriptor: the caller closes ``fd``
@@ -304,7 +309,7 @@ class _FileMaker:
 
     __slots__ = ("__weakref__", "_fd", "_lines_at", "_newlines", "_positions", "_table")
 
-    def __init__(self, fd: int, newlines: array[int], table: EntryTable) -> None:
+    def __init__(self, fd: int, newlines: list[int], table: EntryTable) -> None:
         self._fd = fd
         self._newlines = newlines
         self._table = table
