@@ -110,6 +110,18 @@ def test_lines_another_writer_appended_are_folded_in_exactly(session_file: Path,
     assert hits() == before + 1
 
 
+def test_a_broken_line_appended_after_the_index_reads_as_the_full_scan_reads_it(session_file: Path,
+                                                                              cache: Path) -> None:
+    indexed(session_file, cache)
+    escaped = (b'{"type":"message","id":"b1","parentId":"e1","timestamp":"2026\\u002d01",'
+               b'"message":{"role":"user",broken}')  # the scan makes it an entry, the reader skips it
+    with open(session_file, "ab") as fh:
+        fh.write(escaped + b"\n")
+    before = hits()
+    assert indexed(session_file, cache) == reference(session_file)
+    assert hits() == before  # the full scan read it
+
+
 def test_a_file_saved_with_a_torn_last_line_then_completed(tmp_path: Path, cache: Path) -> None:
     path = write_session(tmp_path / "s.jsonl", rows(LINES), end=b"\n" + line(user("t", "e1", "half"))[:20])
     assert indexed(path, cache) == reference(path)
@@ -150,7 +162,8 @@ def test_a_replaced_file_and_a_shortened_file_fall_back(session_file: Path, cach
     assert hits() == before
 
 
-@pytest.mark.parametrize("damage", ["truncated", "flipped", "foreign-mode", "empty", "garbage-columns"])
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "foreign-mode", "foreign-owner", "empty",
+                                    "garbage-columns"])
 def test_a_damaged_or_loose_index_is_not_used(session_file: Path, cache: Path, damage: str) -> None:
     indexed(session_file, cache)
     (saved,) = cache.iterdir()
@@ -162,6 +175,10 @@ def test_a_damaged_or_loose_index_is_not_used(session_file: Path, cache: Path, d
         saved.write_bytes(blob)
     elif damage == "foreign-mode":
         saved.chmod(0o644)
+    elif damage == "foreign-owner":
+        if os.geteuid() != 0:
+            pytest.skip("giving a file away needs root")
+        os.chown(saved, 65534, 65534)
     elif damage == "empty":
         saved.write_bytes(b"")
     else:  # a well-formed checksum over columns that do not describe the file
