@@ -35,6 +35,10 @@ an empty file) is read by the reader.
 Line positions: the rows of a chunk are counted when it is scanned; the byte
 offset of a line is found when its entry is made, by scanning its chunk's
 newlines once (``Lines``).
+
+``openindex.py`` keeps a scan's per-line columns (:class:`ScanColumns`) across
+daemon runs and rebuilds the same table from them with :func:`assemble` and
+:func:`deferred_entry`, reading the lines from the file instead of a buffer.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """One session: its file, its tree and the write rules.
 
 Write rules (PROTOCOL.md "Session data", reference §1.8):
-- Loading never writes. A migrated (v1/v2) file is rewritten once as v3,
-  atomically, right before the first new entry is appended.
+- Loading never writes the session file (a large one's open index goes to the
+  cache, ``store/openindex.py``, saved by the caller off the request path). A
+  migrated (v1/v2) file is rewritten once as v3, atomically, right before the
+  first new entry is appended.
 - A new session's file is created when its first user or assistant message
   arrives (Pi 1.6.0); then every appended entry is on disk (one write, fsync)
   before we return. A 0-byte file opens as a new, empty session.
