@@ -11,9 +11,11 @@ session file, which is never written).
 :func:`open_indexed` uses an index only when it provably describes the file's
 prefix of ``size`` bytes (the bytes up to the last newline at save time): same
 device and inode, the file at least that long, the prefix's first 4 KiB and last
-64 KiB hash-equal to the saved hashes (just those bytes are read), the format
-version and the index's own SHA-256 right, the index a regular 0600 file of ours
-in a 0700 folder of ours, not a symlink, and its columns consistent. Then only
+64 KiB hash-equal to the saved hashes (just those bytes are read; at the very
+size it was saved at, the same mtime too), the format version and the index's
+own SHA-256 right, the index a regular 0600 file of ours in a 0700 folder of
+ours, not a symlink, and its columns consistent, with the newlines, ids and
+parents they place in those two windows found there. Then only
 the header, the lines the per-line reader must read, the bytes after the prefix
 (read by ``reader.parse_session_bytes`` exactly as another writer's appends are
 folded in; a malformed line among them sends the open to the full scan, which may
@@ -37,7 +39,7 @@ import re
 import stat
 import tempfile
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from operator import lt
 from pathlib import Path
 
@@ -248,9 +250,11 @@ def _load(where: Path, path: Path, st: os.stat_result) -> tuple[dict[str, int | 
 
 def _rebuild(fd: int, meta: dict[str, int | str], body: bytes) -> ReadResult | None:
     size, lines, header_end = int(meta["size"]), int(meta["lines"]), int(meta["headerEnd"])
-    if _hash(_pread(fd, min(HEAD, size), 0)) != meta["head"]:
+    first = _pread(fd, min(HEAD, size), 0)
+    if _hash(first) != meta["head"]:
         raise ValueError("the file's first bytes differ")
-    if _hash(_pread(fd, size - max(0, size - TAIL), max(0, size - TAIL))) != meta["tail"]:
+    last = _pread(fd, size - max(0, size - TAIL), max(0, size - TAIL))
+    if _hash(last) != meta["tail"]:
         raise ValueError("the file's prefix ends otherwise")
     n_ids, n_parents, n_slow = int(meta["ids"]), int(meta["parents"]), int(meta["slow"])
     if meta["itemsize"] != array("q").itemsize or not _COLUMN.fullmatch(body, 0, n_ids + n_parents):
@@ -263,11 +267,33 @@ def _rebuild(fd: int, meta: dict[str, int | str], body: bytes) -> ReadResult | N
     packed.frombytes(body[n_ids + n_parents + 8 * n_slow :])
     newlines = packed.tolist()  # a list: checked and indexed faster than the array
     _check(ids, parents, slow, newlines, lines, size, header_end)
+    slow_set = set(slow)
+    _agrees(first, 0, ids, parents, slow_set, newlines)
+    _agrees(last, size - len(last), ids, parents, slow_set, newlines)
     head = _pread(fd, header_end + 1, 0)
     header = header_of(head, header_end)
     if header is None or len(head) != header_end + 1:
         raise ValueError("the header changed")
     return _assemble_from(fd, header, ids, parents, list(slow), newlines, size)
+
+
+def _agrees(window: bytes, offset: int, ids: list[str], parents: list[str], slow: set[int],
+            newlines: list[int]) -> None:
+    """The columns say what the bytes read (``window`` at ``offset``) say: newlines, ids and parents there."""
+    found = [offset + m.start() for m in _NEWLINE.finditer(window)]
+    low = bisect_left(newlines, offset)
+    if newlines[low : bisect_left(newlines, offset + len(window))] != found:
+        raise ValueError("the newlines differ from the file's")
+    for j in range(max(low - 1, 0), len(ids)):  # the lines starting in the window (line j starts after newline j)
+        start = newlines[j] + 1
+        if start >= offset + len(window):
+            break
+        if j in slow or start < offset:
+            continue
+        parent = b"null" if not parents[j] else b'"' + parents[j].encode() + b'"'
+        prefix = b'{"type":"message","id":"' + ids[j].encode() + b'","parentId":' + parent + b',"timestamp":"'
+        if not window.startswith(prefix[: offset + len(window) - start], start - offset):
+            raise ValueError("an id or parent differs from the file's")
 
 
 def _check(ids: list[str], parents: list[str], slow: array[int], newlines: list[int], lines: int, size: int,
