@@ -15,6 +15,11 @@ file is 1,660 messages). Every measurement is a fresh process:
 * Pi: ``node bench/pi_open_bench.mjs FILE``, ``SessionManager.open(copy, dir)``
   then ``buildSessionContext(sm.getEntries(), sm.getLeafId())`` in one process.
 
+Cold and warm: each repetition's first daemon starts with an empty open-index
+cache (``daemon.openIndex``, ``store/openindex.py``) and saves the file's index
+after the timed part; a second daemon ("warm") then opens the same file through
+it, reading the header, the lines the per-line reader reads and the context's lines.
+
 A second ``pi/getContext`` of the same leaf (the context is kept, so this is the
 thread hand-off, encoding, the 1.6 MB reply through the pipe and the client's
 parse) is timed too, and with ``--phases`` the daemon's share is printed: our
@@ -41,21 +46,28 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bench_store import PI_PACKAGE, ROOT, build_file, fmt
+from pi_sessiond.store.openindex import MIN_LINES
 
 HERE = Path(__file__).resolve().parent
 PI_SCRIPT = HERE / "pi_open_bench.mjs"
 GOALS = {"open_context_ms": "ours <= 0.1x Pi", "max_rss_mb": "ours <= Pi"}
 
 
-def ours(path: Path) -> dict[str, Any]:
-    """One fresh daemon: open + getContext over stdio, timed on the client."""
+def ours(path: Path, cache_home: Path, *, save_index: bool = False) -> dict[str, Any]:
+    """One fresh daemon: open + getContext over stdio, timed on the client.
+
+    ``cache_home`` is its ``XDG_CACHE_HOME`` (where ``daemon.openIndex`` keeps the
+    index); ``save_index``: after the timed part, wait until the daemon saved it.
+    """
     from pi_sessiond.cli.rpcclient import RpcClient
 
+    os.environ.update(XDG_CACHE_HOME=str(cache_home), PI_SESSIOND_DEBUG_METHODS="1")  # debug/stats
     client, proc = RpcClient.spawn([sys.executable, "-m", "pi_sessiond", "serve"])
     try:
         client.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
@@ -68,6 +80,13 @@ def ours(path: Path) -> dict[str, Any]:
         t_context = time.perf_counter()
         client.request("pi/getContext", {"sessionId": opened["sessionId"]})  # the reply path alone
         t_again = time.perf_counter()
+        deadline = time.monotonic() + 600
+        save_index = save_index and opened["entryCount"] >= MIN_LINES  # a smaller file gets no index
+        while save_index and client.request("debug/stats")["openIndex"]["indexSaves"] < 1:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the daemon did not save its open index")
+            time.sleep(0.05)
+        counts = client.request("debug/stats")["openIndex"]
         client.request("shutdown")
         client.notify("exit")
     finally:
@@ -79,7 +98,8 @@ def ours(path: Path) -> dict[str, Any]:
     return {"entries": opened["entryCount"], "contextMessages": len(context["messages"]),
             "open_ms": (t_open - t) * 1e3, "context_ms": (t_context - t_open) * 1e3,
             "open_context_ms": (t_context - t) * 1e3, "context_again_ms": (t_again - t_context) * 1e3,
-            "max_rss_mb": usage.ru_maxrss / 1024}
+            "max_rss_mb": usage.ru_maxrss / 1024, "read_mb": counts["bytesRead"] / 1e6,
+            "index_hits": counts["indexHits"]}
 
 
 def phases_worker(path: Path) -> None:
@@ -165,13 +185,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"$ {command}")
     print(f"# python {platform.python_version()}, node {node}, Pi {pi_version}, {os.cpu_count()} cpus, "
           f"load {load:.1f}; {path.name} ({path.stat().st_size / 1e6:.1f} MB), repeat={args.repeat} (medians)")
-    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "pi": []}
+    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "warm": [], "pi": []}
     step_runs: list[dict[str, float]] = []
     for _ in range(args.repeat):  # interleaved, so drift hits all sides alike
         if args.phases:  # right before the daemon: the two see the same load
             step_runs.append(phases(path))
-        runs["ours"].append(ours(path))
+        with tempfile.TemporaryDirectory(prefix="bench-open-cache-") as cache:  # cold: no index yet
+            runs["ours"].append(ours(path, Path(cache), save_index=True))
+            runs["warm"].append(ours(path, Path(cache)))  # a second daemon: through the saved index
         runs["pi"].append(pi(path))
+    indexed = args.entries >= MIN_LINES  # smaller files get no index: their warm runs are cold ones
+    if any(r["index_hits"] != indexed for r in runs["warm"]) or any(r["index_hits"] for r in runs["ours"]):
+        raise RuntimeError("the warm runs should open through the index, the cold ones not")
     med = {side: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for side, rs in runs.items()}
     if med["ours"]["contextMessages"] != med["pi"]["contextMessages"]:
         print("# WARNING: ours and Pi disagree on the context size", file=sys.stderr)
@@ -181,6 +206,12 @@ def main(argv: list[str] | None = None) -> int:
                        ("open_context_ms", "open + context (ms)"), ("max_rss_mb", "peak RSS (MB)")):
         a, b = med["ours"][key], med["pi"][key]
         print(f"| {label} | {fmt(a)} | {fmt(b)} | {a / b:.2f} | {GOALS.get(key, '')} |")
+    for key, label in (("open_ms", "open, warm (ms)"), ("context_ms", "first context, warm (ms)"),
+                       ("open_context_ms", "open + context, warm (ms)"), ("max_rss_mb", "peak RSS, warm (MB)")):
+        a, b = med["warm"][key], med["pi"][key]
+        print(f"| {label} | {fmt(a)} | {fmt(b)} | {a / b:.2f} | {GOALS.get(key, '')} |")
+    print(f"# bytes read by the daemon's opens and entries (debug/stats): cold {fmt(med['ours']['read_mb'])} MB, "
+          f"warm {fmt(med['warm']['read_mb'])} MB")
     print(f"# context messages: ours {med['ours']['contextMessages']:.0f}, Pi {med['pi']['contextMessages']:.0f}")
     steps = {k: statistics.median(r[k] for r in step_runs) for k in step_runs[0]} if step_runs else {}
     if steps:

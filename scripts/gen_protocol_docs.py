@@ -190,6 +190,7 @@ def _setting_rows(cls: type[Any], prefix: str, type_name: TypeName) -> list[str]
         bounds = [f"≥ {field.metadata[settings_tree.MINIMUM]}" for _ in [0] if settings_tree.MINIMUM in field.metadata]
         bounds += [f"> {field.metadata[settings_tree.EXCLUSIVE_MINIMUM]}"
                    for _ in [0] if settings_tree.EXCLUSIVE_MINIMUM in field.metadata]
+        bounds += [field.metadata["doc"]] if "doc" in field.metadata else []
         shown = json.dumps(unstructure(value))
         rows.append(f"| `{key}` | `{_escape(type_name(hints[field.name]))}` | `{shown}` | {', '.join(bounds)} |")
     return rows

@@ -37,9 +37,13 @@ def real_session() -> Path:
 
 @pytest.fixture(autouse=True)
 def isolated_agent_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point ``PI_CODING_AGENT_DIR`` at an empty folder: a developer's own settings never leak into tests."""
+    """Point ``PI_CODING_AGENT_DIR`` at an empty folder: a developer's own settings never leak into tests.
+
+    ``XDG_CACHE_HOME`` too: daemons started by tests keep their open indexes there (``store/openindex.py``).
+    """
     path = tmp_path_factory.mktemp("agent")
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
     return path
 
 

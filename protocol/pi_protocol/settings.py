@@ -42,8 +42,10 @@ def redact_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
     return {name: REDACTED if SENSITIVE_HEADER.search(name) else value for name, value in headers.items()}
 
 
-def setting(default: Any, *, minimum: float | None = None, above: float | None = None) -> Any:
+def setting(default: Any, *, minimum: float | None = None, above: float | None = None, doc: str | None = None) -> Any:
     """A leaf field: ``default``, and ``value >= minimum`` / ``value > above`` when given.
+
+    ``doc``: a note shown beside the key in ``docs/protocol.md``.
 
     ``null`` is kept on the wire (``pi/getSettings`` shows every key), and a
     ``null`` read from a layer is a value, checked against the field's type.
@@ -53,6 +55,8 @@ def setting(default: Any, *, minimum: float | None = None, above: float | None =
         metadata[MINIMUM] = minimum
     if above is not None:
         metadata[EXCLUSIVE_MINIMUM] = above
+    if doc is not None:
+        metadata["doc"] = doc
     return attrs.field(default=default, metadata=metadata)
 
 
@@ -153,6 +157,9 @@ class DaemonSettings:
     ``max_batch_items`` caps the items of one JSON-RPC batch; the replies of a
     batch together stay under ``max_message_bytes``. ``max_connections`` and
     ``idle_connection_seconds`` are read by the TCP, WebSocket and Unix listeners.
+    ``open_index``: keep an index of each large session file (20,000 lines or
+    more) in ``$XDG_CACHE_HOME/pi-sessiond/open-index/`` so the next daemon
+    reopens it reading only what it needs (``store/openindex.py``; goes beyond PROTOCOL.md).
     """
 
     hook_timeout_seconds: float | None = setting(30, above=0)
@@ -166,6 +173,9 @@ class DaemonSettings:
     max_connections: int = setting(64, above=0)
     idle_connection_seconds: float = setting(600, above=0)
     max_session_bytes: int = setting(4 * 1024**3, above=0)
+    open_index: bool = setting(True, doc="keep an index of each session file of 20,000 lines or more in "
+                               "`$XDG_CACHE_HOME/pi-sessiond/open-index/`, so a reopen reads only what it needs "
+                               "(beyond PROTOCOL.md)")
 
 
 @attrs.frozen(kw_only=True)

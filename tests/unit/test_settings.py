@@ -35,7 +35,8 @@ PROTOCOL_DEFAULTS = {
     "daemon": {"hookTimeoutSeconds": 30, "reviewTimeoutSeconds": None, "fsync": "always",
                "maxMessageBytes": 67108864, "maxConcurrentSummaries": 4,
                "liveWriterSeconds": 30, "lockIdleSeconds": 60, "maxBatchItems": 1000,
-               "maxConnections": 64, "idleConnectionSeconds": 600, "maxSessionBytes": 4294967296},
+               "maxConnections": 64, "idleConnectionSeconds": 600, "maxSessionBytes": 4294967296,
+               "openIndex": True},
     "security": {"allowProjectSummarizerSettings": False, "allowWireApiKeyEnv": False},
 }
 

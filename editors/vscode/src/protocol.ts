@@ -766,6 +766,7 @@ export interface DaemonSettings {
   maxConnections?: number;
   idleConnectionSeconds?: number;
   maxSessionBytes?: number;
+  openIndex?: boolean;
 }
 
 export interface SecuritySettings {

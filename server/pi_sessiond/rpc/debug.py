@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pi_protocol.params import GetContextParams
 from pi_sessiond.errors import PiError
 from pi_sessiond.service.interface import ProgressFactory
+from pi_sessiond.store import openindex
 
 if TYPE_CHECKING:
     from pi_sessiond.rpc.server import PiServer
@@ -62,6 +63,7 @@ def register(server: PiServer) -> None:
             "progressTokens": len(protocol.progress.tokens),
             "tasks": len(asyncio.all_tasks()),
             "rssKiB": _rss_kib(),
+            "openIndex": dict(openindex.STATS),  # bytes read by session opens, index hits and saves
         }
 
     @server.method("debug/notify")

@@ -115,7 +115,11 @@ class Daemon:
         self.core = Core(
             events=events,
             hooks=hooks,
-            registry=Registry(sessions_dir, lambda: settings.settings().daemon.max_session_bytes),
+            registry=Registry(
+                sessions_dir,
+                lambda: settings.settings().daemon.max_session_bytes,
+                lambda: settings.settings().daemon.open_index,
+            ),
             settings=settings,
             jobs=JobManager(self._max_jobs),
             summarizer_factory=summarizer_factory,

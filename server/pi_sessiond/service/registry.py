@@ -24,6 +24,7 @@ import attrs
 from pi_sessiond.errors import InvalidParams, UnknownSession
 from pi_sessiond.store.layout import session_dir, sessions_root
 from pi_sessiond.store.listing import list_sessions
+from pi_sessiond.store.openindex import SAVE_DELAY, cache_dir
 from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES
 from pi_sessiond.store.session import Session
 
@@ -45,10 +46,19 @@ class OpenSession:
 class Registry:
     """Open sessions by key and by file."""
 
-    def __init__(self, sessions_dir: Path | None = None, max_bytes: Callable[[], int] | None = None) -> None:
-        """``max_bytes`` gives ``daemon.maxSessionBytes`` now (settings may change); default 4 GiB."""
+    def __init__(
+        self,
+        sessions_dir: Path | None = None,
+        max_bytes: Callable[[], int] | None = None,
+        open_index: Callable[[], bool] | None = None,
+    ) -> None:
+        """``max_bytes`` gives ``daemon.maxSessionBytes`` now (settings may change); default 4 GiB.
+
+        ``open_index`` gives ``daemon.openIndex`` now (default off: only the daemon turns it on).
+        """
         self.sessions_dir = sessions_dir
         self._max_bytes = max_bytes or (lambda: DEFAULT_MAX_SESSION_BYTES)
+        self._open_index = open_index or (lambda: False)
         self._lock = threading.Lock()  # keys and paths change atomically (opens run in worker threads)
         self._opening: dict[Path, threading.Lock] = {}  # one per file ever opened (a few bytes each)
         self._by_key: dict[str, OpenSession] = {}
@@ -100,10 +110,15 @@ class Registry:
             found = self._open_at(resolved)
             if found is not None:
                 return found
+            index_dir = cache_dir() if self._open_index() else None
             try:
-                session = Session.open(resolved, max_bytes=self._max_bytes())
+                session = Session.open(resolved, max_bytes=self._max_bytes(), index_dir=index_dir)
             except OSError as exc:
                 raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
+            if session.pending_index is not None:  # saved in the background, once the first requests are served
+                saver = threading.Timer(SAVE_DELAY, session.save_index)
+                saver.daemon = True
+                saver.start()
             return self.add(session)
 
     def _open_at(self, resolved: Path) -> OpenSession | None:

@@ -35,6 +35,10 @@ an empty file) is read by the reader.
 Line positions: the rows of a chunk are counted when it is scanned; the byte
 offset of a line is found when its entry is made, by scanning its chunk's
 newlines once (``Lines``).
+
+``openindex.py`` keeps a scan's per-line columns (:class:`ScanColumns`) across
+daemon runs and rebuilds the same table from them with :func:`assemble` and
+:func:`deferred_entry`, reading the lines from the file instead of a buffer.
 """
 
 from __future__ import annotations
@@ -42,10 +46,12 @@ from __future__ import annotations
 import contextlib
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+import attrs
 
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.jsontext import loads
@@ -71,20 +77,39 @@ def read_session_file(path: Path) -> ReadResult:
     return scan_session_bytes(buf) or parse_session_bytes(buf)
 
 
-def scan_session_bytes(buf: bytes, *, chunk: int = _CHUNK) -> ReadResult | None:
+@attrs.frozen
+class ScanColumns:
+    """What a scan found per line after the header, for ``openindex.py`` to save (read-only).
+
+    ``ids[j]`` / ``parents[j]`` are line ``j``'s (0 = the line after the header;
+    meaningful only for lines not in ``slow``, ``""`` is a null parent), ``slow``
+    the sorted lines the per-line reader read.
+    """
+
+    buf: bytes
+    header_end: int
+    ids: list[str]
+    parents: list[str]
+    slow: list[int]
+
+
+def scan_session_bytes(
+    buf: bytes, *, chunk: int = _CHUNK, columns: list[ScanColumns] | None = None
+) -> ReadResult | None:
     """The file in ``buf`` read with deferred entries; ``None`` when the fast path does not apply.
 
     ``chunk``: bytes per ``findall`` call (tests make it tiny to cross chunk borders everywhere).
+    ``columns``: when given, the scan's per-line columns are appended to it (``openindex.py`` saves them).
     """
     header_end = buf.find(b"\n")
-    header = _header(buf, header_end)
+    header = header_of(buf, header_end)
     if header is None:
         return None
     lines = Lines(buf, header_end, chunk)
     rows, lines.rows = lines.rows, []
     ends, id_bytes, parent_bytes = (list(map(itemgetter(k), rows)) for k in range(3))
     del rows  # a tuple per line: free them before the entries are built
-    slow = _slow_lines(ends, id_bytes, lines)
+    slow = sorted(_slow_lines(ends, id_bytes, lines))
     ids, parents = _decoded(id_bytes), _decoded(parent_bytes)
     del ends, id_bytes, parent_bytes
     table = EntryTable()
@@ -92,21 +117,40 @@ def scan_session_bytes(buf: bytes, *, chunk: int = _CHUNK) -> ReadResult | None:
     result = ReadResult(header, table, [], len(buf), buf.endswith(b"\n"), header_line=1, line_count=line_count)
     maker = _Maker(lines, table)
     table.bind(maker)  # bound first: a skipped deep line may ask for the entry before it
-    done = 0
-    for j in sorted(slow):
-        if done < j:
-            maker.segment(len(table), done)
-            table.extend_deferred(ids[done:j], list(map(_NULL_PARENT.get, parents[done:j], parents[done:j])),
-                                  "message")
+
+    def read_slow(j: int) -> None:
         start, stop = lines.span(j)
         first, last = _trim(buf, start, stop)
         if first < last:
             _read_line(buf, first, last, j + 2, stop == len(buf), result)
-        done = j + 1
+
+    assemble(table, maker, ids, parents, slow, read_slow)
+    if columns is not None:
+        columns.append(ScanColumns(buf, header_end, ids, parents, slow))
     return result
 
 
-def _header(buf: bytes, end: int) -> dict[str, Any] | None:
+def assemble(table: EntryTable, maker: Segments, ids: list[str], parents: list[str], slow: list[int],
+             read_slow: Callable[[int], None]) -> None:
+    """Fill ``table`` in file order: runs of deferred lines (``ids``/``parents``), ``read_slow(j)`` between them."""
+    done = 0
+    for j in [*slow, len(ids)]:
+        if done < j:
+            maker.segment(len(table), done)
+            table.extend_deferred(ids[done:j], list(map(_NULL_PARENT.get, parents[done:j], parents[done:j])),
+                                  "message")
+        if j < len(ids):
+            read_slow(j)
+        done = j + 1
+
+
+class Segments(Protocol):
+    """A maker that learns where runs of deferred entries start (``_Maker``, ``openindex._FileMaker``)."""
+
+    def segment(self, position: int, line: int) -> None: ...
+
+
+def header_of(buf: bytes, end: int) -> dict[str, Any] | None:
     """The header on line 1 when it is a session header of a version needing no migration."""
     if end <= 0 or not buf.startswith(b'{"type":"session"'):
         return None
@@ -244,29 +288,34 @@ class _Maker:
             objs[i] = self._entry(i, line, newlines[at] + 1, newlines[at + 1] if at + 1 < len(newlines) else end)
 
     def _entry(self, i: int, line: int, start: int, stop: int) -> Entry:
-        buf = self._lines.buf
-        m = _SKELETON.match(buf, start, stop)
-        if m is not None:
-            timestamp, role = m.group(4, 5)
-            with contextlib.suppress(UnicodeDecodeError):
-                return Entry(self._table.ids[i], self._table.parents[i], "message", timestamp.decode(), None,
-                             buf, start, stop, line + 2, role.decode() if role is not None else None)
-        return self._parsed(i, line, start, stop)
+        return deferred_entry(self._table, i, line, self._lines.buf, start, stop)
 
-    def _parsed(self, i: int, line: int, start: int, stop: int) -> Entry:
-        """A line whose timestamp the skeleton does not read (an escape in it): parsed, as the reader does.
 
-        If it is not JSON either, the reader would have skipped it; here it is
-        already an entry: one without a message (``docs/deviations.md``).
-        """
-        buf, entry_id, parent = self._lines.buf, self._table.ids[i], self._table.parents[i]
-        try:
-            data = loads(buf[start:stop])
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            return Entry(entry_id, parent, "message", "", None, buf, start, stop, line + 2)
-        entry = Entry.from_data(data, line=line + 2)
-        entry.id, entry.parent_id, entry.type = entry_id, parent, "message"  # as the table's columns say
-        entry._src, entry._start, entry._end = buf, start, stop
-        return entry
+def deferred_entry(table: EntryTable, i: int, line: int, buf: bytes, start: int, stop: int) -> Entry:
+    """The entry at table position ``i``: line ``line`` (0 = after the header), ``buf[start:stop]``."""
+    m = _SKELETON.match(buf, start, stop)
+    if m is not None:
+        timestamp, role = m.group(4, 5)
+        with contextlib.suppress(UnicodeDecodeError):
+            return Entry(table.ids[i], table.parents[i], "message", timestamp.decode(), None,
+                         buf, start, stop, line + 2, role.decode() if role is not None else None)
+    return _parsed(table, i, line, buf, start, stop)
+
+
+def _parsed(table: EntryTable, i: int, line: int, buf: bytes, start: int, stop: int) -> Entry:
+    """A line whose timestamp the skeleton does not read (an escape in it): parsed, as the reader does.
+
+    If it is not JSON either, the reader would have skipped it; here it is
+    already an entry: one without a message (``docs/deviations.md``).
+    """
+    entry_id, parent = table.ids[i], table.parents[i]
+    try:
+        data = loads(buf[start:stop])
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return Entry(entry_id, parent, "message", "", None, buf, start, stop, line + 2)
+    entry = Entry.from_data(data, line=line + 2)
+    entry.id, entry.parent_id, entry.type = entry_id, parent, "message"  # as the table's columns say
+    entry._src, entry._start, entry._end = buf, start, stop
+    return entry

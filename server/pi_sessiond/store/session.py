@@ -1,8 +1,10 @@
 """One session: its file, its tree and the write rules.
 
 Write rules (PROTOCOL.md "Session data", reference §1.8):
-- Loading never writes. A migrated (v1/v2) file is rewritten once as v3,
-  atomically, right before the first new entry is appended.
+- Loading never writes the session file (a large one's open index goes to the
+  cache, ``store/openindex.py``, saved by the caller off the request path). A
+  migrated (v1/v2) file is rewritten once as v3, atomically, right before the
+  first new entry is appended.
 - A new session's file is created when its first user or assistant message
   arrives (Pi 1.6.0); then every appended entry is on disk (one write, fsync)
   before we return. A 0-byte file opens as a new, empty session.
@@ -31,6 +33,7 @@ Write rules (PROTOCOL.md "Session data", reference §1.8):
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -54,10 +57,11 @@ from pi_sessiond.store.jsontext import dumps
 from pi_sessiond.store.layout import new_session_id, session_file_name
 from pi_sessiond.store.livecontext import LiveContext
 from pi_sessiond.store.migrate import CURRENT_VERSION, header_version, migrate
+from pi_sessiond.store.openindex import read_session, save
 from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES, check_line_count, check_new_file, check_session_file
 from pi_sessiond.store.projection import Projection, project_path
 from pi_sessiond.store.reader import Warning, parse_session_bytes
-from pi_sessiond.store.scan import read_session_file
+from pi_sessiond.store.scan import ScanColumns
 from pi_sessiond.store.table import EntryTable
 from pi_sessiond.store.tree import SessionTree, timestamp_ms
 
@@ -85,13 +89,20 @@ class Session:
         self._lines = 0
         self._kept: list[tuple[Entry | None, bytes]] = []  # too-deep lines, copied as they are on a rewrite
         self.source_version = CURRENT_VERSION  # the format version the file had on disk
+        self.pending_index: tuple[Path, os.stat_result, ScanColumns] | None = None
         self.lock = threading.RLock()
         """Held by :meth:`append` and :meth:`set_leaf`, and by readers in worker threads (``rpc/offload.py``)."""
 
     # ----------------------------------------------------------------- create
     @classmethod
-    def open(cls, path: Path, *, max_bytes: int = DEFAULT_MAX_SESSION_BYTES) -> Session:
+    def open(
+        cls, path: Path, *, max_bytes: int = DEFAULT_MAX_SESSION_BYTES, index_dir: Path | None = None
+    ) -> Session:
         """Load ``path`` (migrating in memory); raises ``OSError`` if unreadable.
+
+        ``index_dir``: the open-index cache (``store/openindex.py``): a valid
+        index there is used, and a large file scanned in full leaves
+        :attr:`pending_index` for the caller to save off the request path.
 
         Raises :class:`NotASessionError` for anything but a regular file (a
         directory, FIFO, device, socket; checked before reading) and for a
@@ -100,7 +111,7 @@ class Session:
         """
         check_session_file(path, max_bytes)
         with gc_paused():
-            result = read_session_file(path)
+            result, columns, st = read_session(path, index_dir)
             check_line_count(path, result.line_count)
             if result.header is None and result.size > 0:
                 raise NotASessionError(path)
@@ -121,7 +132,17 @@ class Session:
             newest = timestamp_ms(result.entries[-1].timestamp) if result.entries else float("nan")
             session._guard.opened(int(newest * 1e6) if newest == newest else None)
         session.source_version = version
+        if columns is not None and index_dir is not None:
+            session.pending_index = (index_dir, st, columns)
         return session
+
+    def save_index(self) -> bool:
+        """Save the open index :meth:`open` left pending (slow: call it off the request path); whether saved."""
+        pending, self.pending_index = self.pending_index, None
+        if pending is None or self.path is None:
+            return False
+        directory, st, columns = pending
+        return save(self.path, st, columns, directory)
 
     @classmethod
     def create(
