@@ -46,7 +46,8 @@ from pathlib import Path
 import orjson
 
 from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.reader import ReadResult, _read_line, _trim, parse_session_bytes
+from pi_sessiond.store.guard import ChangedUnderneathError
+from pi_sessiond.store.reader import _SKELETON, ReadResult, _read_line, _trim, parse_session_bytes
 from pi_sessiond.store.scan import _PLAIN, ScanColumns, assemble, deferred_entry, header_of, scan_session_bytes
 from pi_sessiond.store.table import EntryTable
 
@@ -368,6 +369,7 @@ class _FileMaker:
         line = self._line(i)
         start, stop = self._newlines[line] + 1, self._newlines[line + 1]
         buf = _pread(self._fd, stop - start, start)
+        _same_line(self._table.ids[i], buf, 0, len(buf))
         return deferred_entry(self._table, i, line, buf, 0, len(buf))
 
     def fill(self, objs: list[Entry | None], first: int, stop: int) -> None:
@@ -380,4 +382,20 @@ class _FileMaker:
         base = nl[lines[0]] + 1
         buf = _pread(self._fd, nl[lines[-1] + 1] - base, base)
         for i, line in zip(wanted, lines, strict=True):
-            objs[i] = deferred_entry(self._table, i, line, buf, nl[line] + 1 - base, nl[line + 1] - base)
+            start, stop = nl[line] + 1 - base, nl[line + 1] - base
+            _same_line(self._table.ids[i], buf, start, stop)
+            objs[i] = deferred_entry(self._table, i, line, buf, start, stop)
+
+
+def _same_line(entry_id: str, buf: bytes, start: int, stop: int) -> None:
+    """Raise :class:`ChangedUnderneathError` unless ``buf[start:stop]`` is still the line of ``entry_id``.
+
+    Entries are made from the file long after the open; a file another program
+    rewrote in place since then must fail loudly, never lend its bytes to an id.
+    """
+    m = _SKELETON.match(buf, start, stop)
+    if m is not None and m.group(2) == entry_id.encode():
+        return
+    if m is None and b'"id":' + orjson.dumps(entry_id) in buf[start:min(stop, start + 4096)]:
+        return
+    raise ChangedUnderneathError(f"the session file changed in place since it was opened (entry {entry_id}); reopen it")

@@ -18,6 +18,7 @@ from tests.unit.store.helpers import HEADER, assistant, compaction, user
 from tests.unit.store.test_scan import line, signature
 
 from pi_sessiond.store import openindex
+from pi_sessiond.store.guard import ChangedUnderneathError
 from pi_sessiond.store.reader import parse_session_bytes
 from pi_sessiond.store.scan import scan_session_bytes
 from pi_sessiond.store.session import Session
@@ -253,3 +254,18 @@ def test_a_session_opened_twice_through_the_index_has_the_same_context(session_f
     second.path = None  # appends stay in memory
     second.append([{"type": "message", "message": {"role": "user", "content": "more", "timestamp": 1}}])
     assert second.context().messages[-1]["content"] == "more"
+
+
+def test_a_file_rewritten_in_place_after_a_warm_open_fails_loudly_never_lends_its_bytes(session_file: Path,
+                                                                                       cache: Path) -> None:
+    indexed(session_file, cache)
+    result, _, _ = openindex.read_session(session_file, cache)
+    assert openindex.STATS["indexHits"] > 0
+    # Another program rewrites the file in place (same inode), every entry under another id.
+    other = session_file.read_bytes().replace(b'"id":"e', b'"id":"f')
+    with session_file.open("r+b") as out:
+        out.write(other)
+    with pytest.raises(ChangedUnderneathError, match="changed in place"):
+        list(result.entries)  # made from the file now
+    with pytest.raises(ChangedUnderneathError):
+        result.entries[5]
