@@ -84,18 +84,23 @@ def test_plugin_compacts_renders_tree_and_navigates(
         "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
         "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
     }
-    command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"set rtp+={PLUGIN}", "-c", f"luafile {SCRIPT}"]
-    try:
-        done = subprocess.run(
-            command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT_S
-        )
-    except subprocess.TimeoutExpired as exc:
-        streams = f"stdout:\n{_text(exc.stdout)}\nstderr:\n{_text(exc.stderr)}"
-        pytest.fail(f"nvim did not exit within {TIMEOUT_S} s\n{streams}")
-    output = f"exit code {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}{_lsp_log(tmp_path)}"
+    done, output = _run_nvim(nvim, SCRIPT, tmp_path, env)
     assert done.returncode == 0, output
     assert done.stdout.rstrip().endswith("PASS"), output
     assert _digest(real_session) == fixture_digest, "the shared fixture must never be written"
+
+
+def _run_nvim(nvim: str, script: Path, cwd: Path, env: dict[str, str],
+              timeout: int = TIMEOUT_S) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run ``script`` in a headless Neovim with the plugin on its runtimepath; the result and a report of it."""
+    command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"set rtp+={PLUGIN}", "-c", f"luafile {script}"]
+    try:
+        done = subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        streams = f"stdout:\n{_text(exc.stdout)}\nstderr:\n{_text(exc.stderr)}"
+        pytest.fail(f"nvim did not exit within {timeout} s\n{streams}")
+    return done, f"exit code {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}{_lsp_log(cwd)}"
 
 
 def _lsp_log(root: Path) -> str:
@@ -117,10 +122,7 @@ def test_readme_setup_with_an_empty_table_starts_the_daemon(nvim: str, tmp_path:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
     script = PLUGIN / "tests" / "setup_empty.lua"
-    command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"set rtp+={PLUGIN}", "-c", f"luafile {script}"]
-    done = subprocess.run(command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=TIMEOUT_S)
-    output = f"exit code {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}{_lsp_log(tmp_path)}"
+    done, output = _run_nvim(nvim, script, tmp_path, env)
     assert done.returncode == 0 and "ok   setup({}) started the daemon" in done.stdout, output
 
 
@@ -132,11 +134,7 @@ def test_cancel_ends_a_stalled_compaction_within_half_a_second(nvim: str, real_s
                "PI_TEST_PROVIDER_URL": url, "PI_TEST_PYTHON": sys.executable,
                "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
         script = PLUGIN / "tests" / "cancel.lua"
-        command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"set rtp+={PLUGIN}",
-                   "-c", f"luafile {script}"]
-        done = subprocess.run(command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=TIMEOUT_S)
-    output = f"exit code {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}{_lsp_log(tmp_path)}"
+        done, output = _run_nvim(nvim, script, tmp_path, env)
     assert done.returncode == 0 and done.stdout.rstrip().endswith("PASS"), output
 
 
@@ -149,10 +147,7 @@ def test_preview_edit_commit_discard_and_undo(nvim: str, real_session: Path, tmp
            "PI_TEST_TIMEOUT_MS": str((TIMEOUT_S - 30) * 1000), "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
            "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
     script = PLUGIN / "tests" / "drafts.lua"
-    command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"set rtp+={PLUGIN}", "-c", f"luafile {script}"]
-    done = subprocess.run(command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=TIMEOUT_S)
-    output = f"exit code {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}{_lsp_log(tmp_path)}"
+    done, output = _run_nvim(nvim, script, tmp_path, env)
     assert done.returncode == 0 and done.stdout.rstrip().endswith("PASS"), output
 
 
@@ -182,9 +177,7 @@ def test_the_statusline_shows_the_estimate_after_a_compaction(nvim: str, tmp_pat
     """Pi's ``contextTokens`` is ``null`` right after a compaction: the gauge shows ``~N%`` (issue 17, item 4)."""
     script = tmp_path / "gauge.lua"
     script.write_text(GAUGE)
-    command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"set rtp+={PLUGIN}", "-c", f"luafile {script}"]
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-                          env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")})
+    done, _ = _run_nvim(nvim, script, tmp_path, {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}, timeout=60)
     assert done.stdout.strip() == "π 71%|π ~16%|π|π[Pi] 71%", done.stdout + done.stderr
 
 
@@ -198,8 +191,5 @@ def test_mask_show_original_and_unmask(nvim: str, real_session: Path, tmp_path: 
            "PI_TEST_TIMEOUT_MS": str((TIMEOUT_S - 30) * 1000), "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
            "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
     script = PLUGIN / "tests" / "masking.lua"
-    command = [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"set rtp+={PLUGIN}", "-c", f"luafile {script}"]
-    done = subprocess.run(command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=TIMEOUT_S)
-    output = f"exit code {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}{_lsp_log(tmp_path)}"
+    done, output = _run_nvim(nvim, script, tmp_path, env)
     assert done.returncode == 0 and done.stdout.rstrip().endswith("PASS"), output

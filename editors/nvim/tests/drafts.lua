@@ -2,82 +2,11 @@
 --
 --   nvim --headless -u NONE -c "set rtp+=editors/nvim" -c "luafile editors/nvim/tests/drafts.lua"
 --
--- Environment: PI_TEST_SESSION (a *copy* of a session file; it is written to),
--- PI_TEST_PYTHON (runs `-m pi_sessiond serve`), PI_TEST_TIMEOUT_MS (default 120000).
--- The summarizer is the offline one. Exits 0 after printing PASS, `cquit 1` on a
--- failed check or an error message, `cquit 2` on the global timeout.
+-- Environment and exits: see support.lua. The summarizer is the offline one.
 
-local STEP_MS = 60000
-
-local function say(...)
-  io.stdout:write(table.concat(vim.tbl_map(function(v)
-    return type(v) == 'string' and v or vim.inspect(v)
-  end, { ... }), ' ') .. '\n')
-  io.stdout:flush()
-end
-
-local function check(condition, what, detail)
-  if not condition then
-    error(string.format('check failed: %s%s', what, detail and (' — ' .. vim.inspect(detail)) or ''), 2)
-  end
-  say('ok   ' .. what)
-end
-
-local function wait_for(what, condition, ms)
-  check(vim.wait(ms or STEP_MS, condition, 20), what)
-end
-
-local messages = {}
-local real_notify = vim.notify
-vim.notify = function(message, level, opts)
-  table.insert(messages, { message = tostring(message), level = level or vim.log.levels.INFO })
-  say('note ' .. tostring(message))
-  return real_notify(message, level, opts)
-end
-
-local function said(pattern, from)
-  for i = from or 1, #messages do
-    if messages[i].message:find(pattern) then
-      return messages[i]
-    end
-  end
-  return nil
-end
-
-local function errors_seen()
-  local out = {}
-  for _, m in ipairs(messages) do
-    if m.level >= vim.log.levels.ERROR then
-      table.insert(out, m.message)
-    end
-  end
-  return out
-end
-
-local function read_entries(path)
-  local out = {}
-  for _, line in ipairs(vim.fn.readfile(path)) do
-    if line ~= '' then
-      table.insert(out, vim.fn.json_decode(line))
-    end
-  end
-  return out
-end
-
-local function call(method, params)
-  local done
-  require('pi_sessiond').request(method, params, function(err, result)
-    done = { err = err, result = result }
-  end)
-  wait_for('answer to ' .. method, function() return done ~= nil end)
-  check(done.err == nil, method .. ' succeeded', done.err)
-  return done.result
-end
-
-local function context()
-  local result = call('pi/getContext', { sessionId = require('pi_sessiond').session().sessionId })
-  return result.messages
-end
+local t = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':h') .. '/support.lua')
+local check, wait_for, said, errors_seen = t.check, t.wait_for, t.said, t.errors_seen
+local read_entries, context, messages = t.read_entries, t.context, t.messages
 
 local drafts = require('pi_sessiond.drafts')
 
@@ -193,36 +122,14 @@ local function test_undo(path, compaction, context_before)
 end
 
 local function run()
-  local path = vim.fn.fnamemodify(os.getenv('PI_TEST_SESSION'), ':p')
-  vim.cmd('runtime plugin/pi_sessiond.lua')
-  require('pi_sessiond').setup({
-    cmd = { os.getenv('PI_TEST_PYTHON') or 'python3', '-m', 'pi_sessiond', 'serve' },
-    sessions_dir = vim.fn.fnamemodify(path, ':h'),
-    settings = { compaction = { keepRecentTokens = 2000 } },
-  })
+  local path = t.setup({ compaction = { keepRecentTokens = 2000 } })
   test_document()
   test_errors()
-  local opened
-  require('pi_sessiond').open_session(path, { callback = function(err) opened = err or true end })
-  wait_for('the session opened', function() return opened ~= nil end)
-  check(opened == true, 'pi/openSession succeeded', opened)
+  t.open(path)
   local before = context()
   local compaction = test_preview(path)
   test_undo(path, compaction, before)
   check(#errors_seen() == 0, 'no error messages', errors_seen())
 end
 
-vim.v.errmsg = ''
-vim.defer_fn(function()
-  say('FAIL global timeout')
-  vim.cmd('cquit 2')
-end, tonumber(os.getenv('PI_TEST_TIMEOUT_MS') or '120000'))
-
-local ok, err = xpcall(run, debug.traceback)
-if ok then
-  say('PASS')
-  vim.cmd('qall!')
-else
-  say('FAIL ' .. tostring(err))
-  vim.cmd('cquit 1')
-end
+t.main(run)
