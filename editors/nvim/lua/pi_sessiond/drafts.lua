@@ -26,14 +26,7 @@ local function safe(text, width)
   return text
 end
 
-local function tokens(n)
-  n = math.max(0, math.floor((tonumber(n) or 0) + 0.5))
-  if n < 1000 then
-    return tostring(n)
-  end
-  local value = n < 10000 and string.format('%.1f', n / 1000) or string.format('%d', math.floor(n / 1000 + 0.5))
-  return (value:gsub('%.0$', '')) .. 'k'
-end
+local tokens = require('pi_sessiond.render').short_count
 
 local function index_of(list, id)
   for i, node in ipairs(list) do

@@ -186,14 +186,7 @@ function M.marks(nodes, leaf_id, edits, first_kept)
   return marks, masked
 end
 
-local function short(n)
-  n = math.max(0, math.floor((tonumber(n) or 0) + 0.5))
-  if n < 1000 then
-    return tostring(n)
-  end
-  local value = n < 10000 and string.format('%.1f', n / 1000) or string.format('%d', math.floor(n / 1000 + 0.5))
-  return (value:gsub('%.0$', '')) .. 'k'
-end
+local short = require('pi_sessiond.render').short_count
 
 --- `mask 29 tool results, frees ~84k tokens?` from a dry run.
 function M.question(dry)

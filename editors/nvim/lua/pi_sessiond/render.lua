@@ -39,13 +39,16 @@ local function tool_names(node)
   return names
 end
 
-local function short_count(n)
-  if n >= 1000 then
-    local text = string.format(n < 10000 and '%.1fk' or '%.0fk', n / 1000)
-    return (text:gsub('%.0k$', 'k'))
+--- A token count as the editors show it: `850`, `1.2k`, `10k`, `84k` (anything not a number: `0`).
+function M.short_count(n)
+  n = math.max(0, math.floor((tonumber(n) or 0) + 0.5))
+  if n < 1000 then
+    return tostring(n)
   end
-  return tostring(math.floor(n + 0.5))
+  local value = n < 10000 and string.format('%.1f', n / 1000) or string.format('%d', math.floor(n / 1000 + 0.5))
+  return (value:gsub('%.0$', '')) .. 'k'
 end
+local short_count = M.short_count
 
 --- `→ 12 steps · bash ×3, read` for a turn's members.
 local function turn_summary(members)

@@ -11,7 +11,7 @@
  * draft's (`commitSummary`), so an unchanged draft is written as the daemon made it.
  */
 import type { CompactResult, Draft, TreeNode, UndoResult } from "../protocol";
-import { oneLine } from "./treeModel";
+import { oneLine, rootPath } from "./treeModel";
 import { formatTokens } from "./status";
 
 /** The first characters of every draft document (how a draft is recognised). */
@@ -43,14 +43,7 @@ export function replacedRange(
   firstKeptEntryId: string | null | undefined,
   firstKeptOf: (compactionId: string) => string | null | undefined = () => undefined,
 ): ReplacedRange {
-  const byId = new Map(nodes.map((node) => [node.id, node]));
-  const path: TreeNode[] = [];
-  for (let id = leafId ?? undefined; id !== undefined && byId.has(id) && path.length <= byId.size; ) {
-    const node = byId.get(id) as TreeNode;
-    path.push(node);
-    id = node.parentId ?? undefined;
-  }
-  path.reverse();
+  const path = rootPath(nodes, leafId);
   const ids = path.map((node) => node.id);
   const previous = path.map((node) => node.type).lastIndexOf("compaction");
   let start = 0;

@@ -12,7 +12,7 @@
  */
 import type { MaskResult, TreeNode } from "../protocol";
 import { formatTokens } from "./status";
-import { oneLine, toolTarget } from "./treeModel";
+import { oneLine, rootPath, toolTarget } from "./treeModel";
 
 /** The first characters of every placeholder the masking tier writes. */
 export const MASK_MARKER = "[masked tool output";
@@ -131,14 +131,7 @@ export function contextEntryIds(
   leafId: string | null | undefined,
   firstKeptOf: (compactionId: string) => string | null | undefined = () => undefined,
 ): string[] {
-  const byId = new Map(nodes.map((node) => [node.id, node]));
-  const path: TreeNode[] = [];
-  for (let id = leafId ?? undefined; id !== undefined && byId.has(id) && path.length <= byId.size; ) {
-    const node = byId.get(id) as TreeNode;
-    path.push(node);
-    id = node.parentId ?? undefined;
-  }
-  path.reverse();
+  const path = rootPath(nodes, leafId);
   const ids = path.map((node) => node.id);
   const newest = path.map((node) => node.type).lastIndexOf("compaction");
   if (newest < 0) {

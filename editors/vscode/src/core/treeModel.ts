@@ -170,6 +170,18 @@ export function isSummaryNode(node: TreeNode): boolean {
   return node.type === "compaction" || node.type === "branch_summary";
 }
 
+/** The nodes from the root down to `leafId` (parent links; stops at a missing parent or a cycle). */
+export function rootPath(nodes: readonly TreeNode[], leafId: string | null | undefined): TreeNode[] {
+  const byId = new Map(nodes.map((node) => [node.id, node]));
+  const path: TreeNode[] = [];
+  for (let id = leafId ?? undefined; id !== undefined && byId.has(id) && path.length <= byId.size; ) {
+    const node = byId.get(id) as TreeNode;
+    path.push(node);
+    id = node.parentId ?? undefined;
+  }
+  return path.reverse();
+}
+
 export class TreeModel {
   readonly leafId: string | undefined;
   private readonly nodes = new Map<string, TreeNode>();
