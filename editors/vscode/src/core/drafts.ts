@@ -11,7 +11,7 @@
  * draft's (`commitSummary`), so an unchanged draft is written as the daemon made it.
  */
 import type { CompactResult, Draft, TreeNode, UndoResult } from "../protocol";
-import { oneLine, rootPath } from "./treeModel";
+import { oneLine, rootPath } from "./nodes";
 import { formatTokens } from "./status";
 
 /** The first characters of every draft document (how a draft is recognised). */

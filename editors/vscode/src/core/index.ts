@@ -11,5 +11,6 @@ export * from "./sessionTree";
 export * from "./settings";
 export * from "./sources";
 export * from "./status";
+export * from "./nodes";
 export * from "./treeModel";
 export { ErrorCodes, HookNames, Methods } from "../protocol";

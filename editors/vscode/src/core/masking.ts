@@ -12,7 +12,7 @@
  */
 import type { MaskResult, TreeNode } from "../protocol";
 import { formatTokens } from "./status";
-import { oneLine, rootPath, toolTarget } from "./treeModel";
+import { oneLine, rootPath, toolTarget } from "./nodes";
 
 /** The first characters of every placeholder the masking tier writes. */
 export const MASK_MARKER = "[masked tool output";

@@ -4,7 +4,7 @@
  */
 import type { NavigateResult, SessionSummary } from "../protocol";
 import type { NavigateOptions } from "./client";
-import { oneLine } from "./treeModel";
+import { oneLine } from "./nodes";
 
 export interface SessionPick {
   label: string;

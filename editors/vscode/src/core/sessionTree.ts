@@ -7,7 +7,8 @@
 import type { TreeResult } from "../protocol";
 import type { PiClient } from "./client";
 import { type EditInfo, editInfo, isMaskingEdit, maskedTargets, maskMarks } from "./masking";
-import { type EntryDetail, entryDetail, isSummaryNode, TreeModel, toolNames } from "./treeModel";
+import { type EntryDetail, entryDetail, isSummaryNode, toolNames } from "./nodes";
+import { TreeModel } from "./treeModel";
 
 /** At most this many entries are fetched for tool targets, token counts and placeholders (the rest show less). */
 export const DETAIL_LIMIT = 2000;
