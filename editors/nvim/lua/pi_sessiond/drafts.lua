@@ -41,15 +41,7 @@ end
 --- entry (`first_kept[id]`; else the entry after it; else the start) up to `first_kept_id`
 --- (exclusive; nil: everything). Returns `{count, first, last, kept, previous_summary}`.
 function M.replaced_range(nodes, leaf_id, first_kept_id, first_kept)
-  local by_id, path = {}, {}
-  for _, node in ipairs(nodes or {}) do
-    by_id[node.id] = node
-  end
-  local id = leaf_id
-  while type(id) == 'string' and by_id[id] and #path <= #nodes do
-    table.insert(path, 1, by_id[id])
-    id = by_id[id].parentId
-  end
+  local path = require('pi_sessiond.render').root_path(nodes, leaf_id)
   local previous = nil
   for i, node in ipairs(path) do
     if node.type == 'compaction' then

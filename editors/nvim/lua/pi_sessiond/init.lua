@@ -209,18 +209,7 @@ function M.cancel()
   return jobs.cancel_all()
 end
 
---- Send `method` with `params` plus the current `sessionId`;
---- `callback(err, result, session_id)`.
-local function session_request(method, params, callback)
-  session.with_session(function(session_id)
-    local body = vim.tbl_extend('force', { sessionId = session_id }, params)
-    client.request(method, body, function(err, result)
-      callback(err, result, session_id)
-    end)
-  end, function(err)
-    callback(err, nil, nil)
-  end)
-end
+local session_request = session.request
 
 local function on_session(method, params, opts, success)
   session_request(method, params, function(err, result)

@@ -97,15 +97,7 @@ end
 
 --- The ids of the leaf's context entries, in path order (`first_kept`: compaction id -> kept id).
 function M.context_ids(nodes, leaf_id, first_kept)
-  local by_id, path = {}, {}
-  for _, node in ipairs(nodes) do
-    by_id[node.id] = node
-  end
-  local id = leaf_id
-  while type(id) == 'string' and by_id[id] and #path <= #nodes do
-    table.insert(path, 1, by_id[id])
-    id = by_id[id].parentId
-  end
+  local path = require('pi_sessiond.render').root_path(nodes, leaf_id)
   local newest
   for i, node in ipairs(path) do
     if node.type == 'compaction' then
@@ -264,15 +256,7 @@ local function notify(message, level)
 end
 
 local function request(method, params, callback)
-  local session = require('pi_sessiond.session')
-  session.with_session(function(session_id)
-    require('pi_sessiond.client').request(method, vim.tbl_extend('force', { sessionId = session_id }, params),
-      function(err, result)
-        callback(err, result, session_id)
-      end)
-  end, function(err)
-    callback(err, nil, nil)
-  end)
+  require('pi_sessiond.session').request(method, params, callback)
 end
 
 local function failed(kind, err, opts)

@@ -39,6 +39,20 @@ local function tool_names(node)
   return names
 end
 
+--- The nodes from the root down to `leaf_id` (parent links; stops at a missing parent or a cycle).
+function M.root_path(nodes, leaf_id)
+  local by_id, path = {}, {}
+  for _, node in ipairs(nodes or {}) do
+    by_id[node.id] = node
+  end
+  local id = leaf_id
+  while type(id) == 'string' and by_id[id] and #path <= #(nodes or {}) do
+    table.insert(path, 1, by_id[id])
+    id = by_id[id].parentId
+  end
+  return path
+end
+
 --- A token count as the editors show it: `850`, `1.2k`, `10k`, `84k` (anything not a number: `0`).
 function M.short_count(n)
   n = math.max(0, math.floor((tonumber(n) or 0) + 0.5))

@@ -94,6 +94,18 @@ function M.with_session(run, fail)
   end
 end
 
+--- Send `method` with `params` plus the current session's `sessionId` (once one is open);
+--- `callback(err, result, session_id)`.
+function M.request(method, params, callback)
+  M.with_session(function(session_id)
+    client.request(method, vim.tbl_extend('force', { sessionId = session_id }, params), function(err, result)
+      callback(err, result, session_id)
+    end)
+  end, function(err)
+    callback(err, nil, nil)
+  end)
+end
+
 --- The daemon exited: the session must be reopened before it is used again.
 function M.on_daemon_exit()
   if current then
