@@ -28,12 +28,9 @@ from tests.e2e.daemon_client import (
     user_msg,
     wait_event,
 )
-from tests.e2e.test_summarize import hold, release
+from tests.e2e.test_summarize import DRAFT_KEYS, SMALL_KEEP, hold, release
 from tests.loopback_provider import Fault, LoopbackProvider
 
-SMALL_KEEP = {"compaction": {"keepRecentTokens": 2000}}
-DRAFT_KEYS = ["draftId", "sessionId", "kind", "summary", "firstKeptEntryId", "tokensBefore",
-              "estimatedTokensAfter", "details", "usage", "gate", "expiresAt"]
 pytestmark = pytest.mark.filterwarnings("ignore::pytest_lsp.LspSpecificationWarning")
 
 
