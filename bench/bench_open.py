@@ -15,22 +15,32 @@ file is 1,660 messages). Every measurement is a fresh process:
 * Pi: ``node bench/pi_open_bench.mjs FILE``, ``SessionManager.open(copy, dir)``
   then ``buildSessionContext(sm.getEntries(), sm.getLeafId())`` in one process.
 
-Cold and warm: each repetition's first daemon starts with an empty open-index
-cache (``daemon.openIndex``, ``store/openindex.py``) and saves the file's index
-after the timed part; a second daemon ("warm") then opens the same file through
-it, reading the header, the lines the per-line reader reads and the context's lines.
+Three ways we open, each in its own daemon:
+
+* tail-first (the default for files of ``daemon.tailOpenBytes``, 32 MiB, or
+  more; ``store/tailopen.py``): the leaf's context from the file's end, the
+  whole file read in the background afterwards (``service/loading.py``). Its
+  "until loaded" row is the time from sending ``pi/openSession`` until the
+  whole file was read (``debug/stats`` polled; the read starts 0.25 s after
+  the open when nothing needs it sooner). This is the goal's row;
+* whole file, cold (``daemon.tailOpenBytes: 0``, an empty open-index cache):
+  what every open did before; it saves the file's index after the timed part;
+* whole file, warm: a second such daemon opens the same file through that
+  index (``daemon.openIndex``, ``store/openindex.py``), reading the header, the
+  lines the per-line reader reads and the context's lines.
 
 A second ``pi/getContext`` of the same leaf (the context is kept, so this is the
 thread hand-off, encoding, the 1.6 MB reply through the pipe and the client's
-parse) is timed too, and with ``--phases`` the daemon's share is printed: our
-open + context through the daemon minus the in-process steps.
+parse) is timed too, and with ``--phases`` the daemon's share of a whole-file
+open is printed: our open + context through the daemon minus the in-process steps.
 
 Peak memory is each process's ``ru_maxrss`` (``os.wait4``; for ours the daemon,
-not the client). Goals (issue 12): ours <= 0.1x Pi in time, peak RSS <= Pi's.
+not the client, after the whole file was read). Goals (issue 12): ours <= 0.1x
+Pi in time, peak RSS <= Pi's.
 
 ``--phases`` also times, in fresh processes of their own (``--phases-worker``, one per
 repetition, run right before that repetition's daemon so both see the same load),
-where our open + first context goes, step by step in-process: reading the file,
+where a whole-file open + first context goes, step by step in-process: reading the file,
 the regex rows (``store/scan.Lines``), the rest of the scan (columns, the lines
 the per-line reader reads, the table), the tree, the first context's path index
 (id -> position dict, runs), the projection, and encoding the reply.
@@ -59,18 +69,21 @@ PI_SCRIPT = HERE / "pi_open_bench.mjs"
 GOALS = {"open_context_ms": "ours <= 0.1x Pi", "max_rss_mb": "ours <= Pi"}
 
 
-def ours(path: Path, cache_home: Path, *, save_index: bool = False) -> dict[str, Any]:
+def ours(path: Path, cache_home: Path, *, save_index: bool = False, tail_first: bool = True) -> dict[str, Any]:
     """One fresh daemon: open + getContext over stdio, timed on the client.
 
     ``cache_home`` is its ``XDG_CACHE_HOME`` (where ``daemon.openIndex`` keeps the
     index); ``save_index``: after the timed part, wait until the daemon saved it.
+    ``tail_first``: ``daemon.tailOpenBytes`` as default, else 0 (whole-file opens).
     """
     from pi_sessiond.cli.rpcclient import RpcClient
 
     os.environ.update(XDG_CACHE_HOME=str(cache_home), PI_SESSIOND_DEBUG_METHODS="1")  # debug/stats
     client, proc = RpcClient.spawn([sys.executable, "-m", "pi_sessiond", "serve"])
+    options = {} if tail_first else {"settings": {"daemon": {"tailOpenBytes": 0}}}
     try:
-        client.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+        client.request("initialize", {"processId": None, "rootUri": None, "capabilities": {},
+                                      "initializationOptions": options})
         client.notify("initialized", {})
         client.request("pi/estimateTokens", {"text": "warm-up"})  # waits for the deferred service start
         t = time.perf_counter()
@@ -81,12 +94,18 @@ def ours(path: Path, cache_home: Path, *, save_index: bool = False) -> dict[str,
         client.request("pi/getContext", {"sessionId": opened["sessionId"]})  # the reply path alone
         t_again = time.perf_counter()
         deadline = time.monotonic() + 600
+        while opened.get("loading") and client.request("debug/stats")["tailOpen"]["loaded"] < 1:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the daemon did not read the whole file")
+            time.sleep(0.005)
+        t_loaded = time.perf_counter()
         save_index = save_index and opened["entryCount"] >= MIN_LINES  # a smaller file gets no index
         while save_index and client.request("debug/stats")["openIndex"]["indexSaves"] < 1:
             if time.monotonic() > deadline:
                 raise RuntimeError("the daemon did not save its open index")
             time.sleep(0.05)
-        counts = client.request("debug/stats")["openIndex"]
+        stats = client.request("debug/stats")
+        counts = stats["openIndex"]
         client.request("shutdown")
         client.notify("exit")
     finally:
@@ -95,11 +114,12 @@ def ours(path: Path, cache_home: Path, *, save_index: bool = False) -> dict[str,
     _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) not in (0, -15):
         raise RuntimeError(f"daemon exited with {status}")
-    return {"entries": opened["entryCount"], "contextMessages": len(context["messages"]),
+    return {"contextMessages": len(context["messages"]),
             "open_ms": (t_open - t) * 1e3, "context_ms": (t_context - t_open) * 1e3,
             "open_context_ms": (t_context - t) * 1e3, "context_again_ms": (t_again - t_context) * 1e3,
-            "max_rss_mb": usage.ru_maxrss / 1024, "read_mb": counts["bytesRead"] / 1e6,
-            "index_hits": counts["indexHits"]}
+            "loaded_ms": (t_loaded - t) * 1e3, "max_rss_mb": usage.ru_maxrss / 1024,
+            "read_mb": counts["bytesRead"] / 1e6, "tail_mb": stats["tailOpen"]["tailBytesRead"] / 1e6,
+            "index_hits": counts["indexHits"], "tail_opens": stats["tailOpen"]["tailOpens"]}
 
 
 def phases_worker(path: Path) -> None:
@@ -185,45 +205,53 @@ def main(argv: list[str] | None = None) -> int:
     print(f"$ {command}")
     print(f"# python {platform.python_version()}, node {node}, Pi {pi_version}, {os.cpu_count()} cpus, "
           f"load {load:.1f}; {path.name} ({path.stat().st_size / 1e6:.1f} MB), repeat={args.repeat} (medians)")
-    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "warm": [], "pi": []}
+    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "whole": [], "warm": [], "pi": []}
     step_runs: list[dict[str, float]] = []
     for _ in range(args.repeat):  # interleaved, so drift hits all sides alike
         if args.phases:  # right before the daemon: the two see the same load
             step_runs.append(phases(path))
         with tempfile.TemporaryDirectory(prefix="bench-open-cache-") as cache:  # cold: no index yet
-            runs["ours"].append(ours(path, Path(cache), save_index=True))
-            runs["warm"].append(ours(path, Path(cache)))  # a second daemon: through the saved index
+            runs["ours"].append(ours(path, Path(cache)))
+        with tempfile.TemporaryDirectory(prefix="bench-open-cache-") as cache:
+            runs["whole"].append(ours(path, Path(cache), save_index=True, tail_first=False))
+            runs["warm"].append(ours(path, Path(cache), tail_first=False))  # a second daemon: through the index
         runs["pi"].append(pi(path))
     indexed = args.entries >= MIN_LINES  # smaller files get no index: their warm runs are cold ones
-    if any(r["index_hits"] != indexed for r in runs["warm"]) or any(r["index_hits"] for r in runs["ours"]):
+    if any(r["index_hits"] != indexed for r in runs["warm"]) or any(r["index_hits"] for r in runs["whole"]):
         raise RuntimeError("the warm runs should open through the index, the cold ones not")
+    if any(r["tail_opens"] != 1 for r in runs["ours"]) or any(r["tail_opens"] for r in runs["whole"] + runs["warm"]):
+        raise RuntimeError("the tail-first runs should open tail-first, the whole-file ones not")
     med = {side: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for side, rs in runs.items()}
-    if med["ours"]["contextMessages"] != med["pi"]["contextMessages"]:
+    if len({med[side]["contextMessages"] for side in med}) != 1:
         print("# WARNING: ours and Pi disagree on the context size", file=sys.stderr)
     print("| metric | ours | Pi | ours/Pi | goal |")
     print("|---|---:|---:|---:|---|")
-    for key, label in (("open_ms", "open (ms)"), ("context_ms", "first context (ms)"),
-                       ("open_context_ms", "open + context (ms)"), ("max_rss_mb", "peak RSS (MB)")):
-        a, b = med["ours"][key], med["pi"][key]
-        print(f"| {label} | {fmt(a)} | {fmt(b)} | {a / b:.2f} | {GOALS.get(key, '')} |")
-    for key, label in (("open_ms", "open, warm (ms)"), ("context_ms", "first context, warm (ms)"),
-                       ("open_context_ms", "open + context, warm (ms)"), ("max_rss_mb", "peak RSS, warm (MB)")):
-        a, b = med["warm"][key], med["pi"][key]
-        print(f"| {label} | {fmt(a)} | {fmt(b)} | {a / b:.2f} | {GOALS.get(key, '')} |")
-    print(f"# bytes read by the daemon's opens and entries (debug/stats): cold {fmt(med['ours']['read_mb'])} MB, "
-          f"warm {fmt(med['warm']['read_mb'])} MB")
+    rows = (("open_ms", "open (ms)"), ("context_ms", "first context (ms)"),
+            ("open_context_ms", "open + context (ms)"), ("max_rss_mb", "peak RSS (MB)"))
+    for side, suffix in (("ours", ", tail-first"), ("whole", ", whole file, cold"), ("warm", ", whole file, warm")):
+        for key, label in rows:
+            a, b = med[side][key], med["pi"][key]
+            goal = GOALS.get(key, "") if side == "ours" else ""
+            print(f"| {label[:-5]}{suffix} {label[-4:]} | {fmt(a)} | {fmt(b)} | {a / b:.2f} | {goal} |")
+        if side == "ours":
+            a = med["ours"]["loaded_ms"]
+            print(f"| until loaded, tail-first (ms) | {fmt(a)} | {fmt(med['pi']['open_context_ms'])} | "
+                  f"{a / med['pi']['open_context_ms']:.2f} |  |")
+    print(f"# bytes read by the daemon's opens and entries (debug/stats): tail-first {fmt(med['ours']['tail_mb'])} MB "
+          f"before the context (then {fmt(med['ours']['read_mb'])} MB for the whole file), "
+          f"whole file cold {fmt(med['whole']['read_mb'])} MB, warm {fmt(med['warm']['read_mb'])} MB")
     print(f"# context messages: ours {med['ours']['contextMessages']:.0f}, Pi {med['pi']['contextMessages']:.0f}")
     steps = {k: statistics.median(r[k] for r in step_runs) for k in step_runs[0]} if step_runs else {}
     if steps:
         print("| our step, in-process (ms) | " + " | ".join(steps) + " | sum |")
         print("|---" * (len(steps) + 2) + "|")
         print("| median | " + " | ".join(fmt(v) for v in steps.values()) + f" | {fmt(sum(steps.values()))} |")
-        pairs = zip(runs["ours"], step_runs, strict=True)
+        pairs = zip(runs["whole"], step_runs, strict=True)
         share = statistics.median(o["open_context_ms"] - sum(r.values()) for o, r in pairs)
-        floor = min(o["open_context_ms"] for o in runs["ours"]) - min(sum(r.values()) for r in step_runs)
+        floor = min(o["open_context_ms"] for o in runs["whole"]) - min(sum(r.values()) for r in step_runs)
         print(f"# the daemon's share, open + context through the daemon - the in-process sum: median of the "
               f"repetitions {fmt(share)} ms, fastest - fastest {fmt(floor)} ms; "
-              f"a second pi/getContext (reply path alone): {fmt(med['ours']['context_again_ms'])} ms")
+              f"a second pi/getContext (reply path alone): {fmt(med['whole']['context_again_ms'])} ms")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"command": command, "load": load, "runs": runs, "medians": med,

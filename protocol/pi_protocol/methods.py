@@ -62,6 +62,7 @@ from pi_protocol.results import (
     ReviewSummaryParams,
     SessionChanged,
     SessionInfo,
+    SessionLoaded,
     SettingsResult,
     StatsResult,
     TreeNavigated,
@@ -101,6 +102,7 @@ COMPACTION_FAILED: Final = "pi/compactionFailed"
 TREE_NAVIGATED: Final = "pi/treeNavigated"
 SESSION_CHANGED: Final = "pi/sessionChanged"
 SESSION_LIVE: Final = "pi/sessionLive"
+SESSION_LOADED: Final = "pi/sessionLoaded"
 
 # daemon -> client requests (hooks), only when declared at initialize
 BEFORE_COMPACT: Final = "pi/beforeCompact"
@@ -235,6 +237,8 @@ NOTIFICATIONS: Final = (
                      "After `pi/navigateTree`: the old and new leaf, and the summary entry if one was written."),
     NotificationSpec(SESSION_CHANGED, SessionChanged, "A session's leaf or entries changed, for any reason."),
     NotificationSpec(SESSION_LIVE, SessionLive, "A live Pi took (`live: true`) or released an open session."),
+    NotificationSpec(SESSION_LOADED, SessionLoaded,
+                     "A session opened with `loading: true` was read in full (beyond PROTOCOL.md)."),
 )
 
 HOOKS: Final = (

@@ -22,7 +22,14 @@ Reason = Literal["manual", "threshold", "overflow"]
 
 @attrs.define(kw_only=True)
 class SessionInfo:
-    """SESSION: what open/create/fork answer."""
+    """SESSION: what open/create/fork answer.
+
+    ``loading`` (beyond PROTOCOL.md): the file was opened from its end (it is
+    at least ``daemon.tailOpenBytes``); ``entryCount`` and ``warnings`` cover
+    only the lines read so far, and ``pi/sessionLoaded`` follows once the whole
+    file is read. Until then only ``pi/getContext`` of the leaf is answered
+    without waiting for it.
+    """
 
     session_id: str
     path: str | None = keep_null(default=None)
@@ -30,6 +37,7 @@ class SessionInfo:
     leaf_id: str | None = keep_null(default=None)
     entry_count: int = 0
     warnings: list[SessionWarning] = attrs.field(factory=list)
+    loading: bool = False
 
 
 @attrs.define(kw_only=True)
@@ -210,6 +218,24 @@ class TreeNavigated:
     old_leaf_id: str | None = keep_null(default=None)
     leaf_id: str | None = keep_null(default=None)
     entry: RawEntry | None = None
+
+
+@attrs.define(kw_only=True)
+class SessionLoaded:
+    """``pi/sessionLoaded`` (beyond PROTOCOL.md): a session opened with ``loading: true`` was read in full.
+
+    ``entryCount`` and ``warnings`` are the whole file's. ``contextChanged``:
+    the leaf or its context is not what ``pi/getContext`` answered while it
+    was loading (a ``pi/sessionChanged`` with reason ``loaded`` went out too).
+    ``error``: the read failed and the session was closed.
+    """
+
+    session_id: str
+    leaf_id: str | None = keep_null(default=None)
+    entry_count: int = 0
+    warnings: list[SessionWarning] = attrs.field(factory=list)
+    context_changed: bool = False
+    error: str | None = None
 
 
 @attrs.define(kw_only=True)

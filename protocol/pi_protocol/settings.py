@@ -160,6 +160,8 @@ class DaemonSettings:
     ``open_index``: keep an index of each large session file (20,000 lines or
     more) in ``$XDG_CACHE_HOME/pi-sessiond/open-index/`` so the next daemon
     reopens it reading only what it needs (``store/openindex.py``; goes beyond PROTOCOL.md).
+    ``tail_open_bytes``: a file at least this large is opened from its end
+    (``store/tailopen.py``, ``service/loading.py``; beyond PROTOCOL.md).
     """
 
     hook_timeout_seconds: float | None = setting(30, above=0)
@@ -176,6 +178,11 @@ class DaemonSettings:
     open_index: bool = setting(True, doc="keep an index of each session file of 20,000 lines or more in "
                                "`$XDG_CACHE_HOME/pi-sessiond/open-index/`, so a reopen reads only what it needs "
                                "(beyond PROTOCOL.md)")
+    tail_open_bytes: int = setting(32 * 1024 * 1024, minimum=0,
+                                   doc="open a session file of at least this many bytes from its end: "
+                                   "`pi/getContext` of its leaf is answered before the whole file is read "
+                                   "(SESSION `loading: true`, then `pi/sessionLoaded`); 0 turns it off "
+                                   "(beyond PROTOCOL.md)")
 
 
 @attrs.frozen(kw_only=True)

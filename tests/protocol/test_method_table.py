@@ -55,7 +55,7 @@ def test_notification_and_hook_tables_match_the_names() -> None:
     assert tuple(h.hook for h in methods.HOOKS) == methods.HOOK_NAMES
     assert {s.name for s in methods.NOTIFICATIONS} == {
         methods.COMPACTION_STARTED, methods.COMPACTION_ENDED, methods.COMPACTED, methods.COMPACTION_FAILED,
-        methods.TREE_NAVIGATED, methods.SESSION_CHANGED, methods.SESSION_LIVE,
+        methods.TREE_NAVIGATED, methods.SESSION_CHANGED, methods.SESSION_LIVE, methods.SESSION_LOADED,
     }
     assert all(attrs.has(s.payload) for s in methods.NOTIFICATIONS)
     assert all(attrs.has(h.params) and attrs.has(h.answer) for h in methods.HOOKS)

@@ -36,7 +36,7 @@ PROTOCOL_DEFAULTS = {
                "maxMessageBytes": 67108864, "maxConcurrentSummaries": 4,
                "liveWriterSeconds": 30, "lockIdleSeconds": 60, "maxBatchItems": 1000,
                "maxConnections": 64, "idleConnectionSeconds": 600, "maxSessionBytes": 4294967296,
-               "openIndex": True},
+               "openIndex": True, "tailOpenBytes": 32 * 1024 * 1024},
     "security": {"allowProjectSummarizerSettings": False, "allowWireApiKeyEnv": False},
 }
 

@@ -458,6 +458,7 @@ export interface SessionInfo {
   leafId?: string | null;
   entryCount?: number;
   warnings?: SessionWarning[];
+  loading?: boolean;
 }
 
 export interface SessionSummary {
@@ -591,6 +592,15 @@ export interface TreeNavigated {
   oldLeafId?: string | null;
   leafId?: string | null;
   entry?: SessionEntry | null;
+}
+
+export interface SessionLoaded {
+  sessionId: string;
+  leafId?: string | null;
+  entryCount?: number;
+  warnings?: SessionWarning[];
+  contextChanged?: boolean;
+  error?: string | null;
 }
 
 export interface SessionChanged {
@@ -767,6 +777,7 @@ export interface DaemonSettings {
   idleConnectionSeconds?: number;
   maxSessionBytes?: number;
   openIndex?: boolean;
+  tailOpenBytes?: number;
 }
 
 export interface SecuritySettings {
@@ -823,6 +834,7 @@ export interface PiNotifications {
   "pi/treeNavigated": TreeNavigated;
   "pi/sessionChanged": SessionChanged;
   "pi/sessionLive": SessionLive;
+  "pi/sessionLoaded": SessionLoaded;
 }
 
 export interface PiHooks {
@@ -861,6 +873,7 @@ export const Methods = {
   TREE_NAVIGATED: "pi/treeNavigated",
   SESSION_CHANGED: "pi/sessionChanged",
   SESSION_LIVE: "pi/sessionLive",
+  SESSION_LOADED: "pi/sessionLoaded",
   BEFORE_COMPACT: "pi/beforeCompact",
   BEFORE_TREE: "pi/beforeTree",
   REVIEW_SUMMARY: "pi/reviewSummary",

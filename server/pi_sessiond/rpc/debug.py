@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pi_protocol.params import GetContextParams
 from pi_sessiond.errors import PiError
 from pi_sessiond.service.interface import ProgressFactory
-from pi_sessiond.store import openindex
+from pi_sessiond.store import openindex, tailopen
 
 if TYPE_CHECKING:
     from pi_sessiond.rpc.server import PiServer
@@ -64,6 +64,7 @@ def register(server: PiServer) -> None:
             "tasks": len(asyncio.all_tasks()),
             "rssKiB": _rss_kib(),
             "openIndex": dict(openindex.STATS),  # bytes read by session opens, index hits and saves
+            "tailOpen": dict(tailopen.STATS),  # tail-first opens, the bytes they read, whole-file reads after them
         }
 
     @server.method("debug/notify")

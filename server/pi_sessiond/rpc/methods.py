@@ -29,7 +29,16 @@ from pygls.exceptions import JsonRpcException
 from pi_protocol import StructureError, structure, unstructure
 from pi_protocol.methods import METHODS, OPEN_SESSION, MethodSpec
 from pi_sessiond.rpc.errors import invalid_params, to_rpc_error
-from pi_sessiond.rpc.offload import GATED, OFFLOADED, Ready, SessionGates, gate_key, prefer_the_loop
+from pi_sessiond.rpc.offload import (
+    EARLY,
+    GATED,
+    OFFLOADED,
+    Ready,
+    SessionGates,
+    after_load,
+    gate_key,
+    prefer_the_loop,
+)
 
 if TYPE_CHECKING:
     from pi_sessiond.rpc.glue import LspProgressFactory
@@ -61,9 +70,14 @@ def register_table(server: PiServer, service: Callable[[], Any]) -> None:
     def known(key: str) -> bool:
         return bool(service().has_session(key))
 
+    def pending(key: str | None) -> Callable[[], object] | None:
+        return service().pending_load(key)  # type: ignore[no-any-return]
+
     for spec in METHODS:
-        register_method(server, spec.name, spec.params, _ordered(spec, _bound(service, spec), gates, known),
-                        progress=spec.progress)
+        fn = _ordered(spec, _bound(service, spec), gates, known)
+        if spec.name not in EARLY:
+            fn = after_load(fn, pending)
+        register_method(server, spec.name, spec.params, fn, progress=spec.progress)
 
 
 def _ordered(spec: MethodSpec, fn: Service, gates: SessionGates, known: Callable[[str], bool]) -> Service:

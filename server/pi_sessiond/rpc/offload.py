@@ -21,6 +21,10 @@ Consistency rules:
   ``openSession`` + ``compact`` work as when opens were inline.
 - The thread also turns the result into JSON text (:class:`Ready` holding an
   ``orjson.Fragment``), so a big answer is neither converted nor encoded on the loop.
+- A session opened tail-first (``service/loading.py``) is read in full in a
+  worker thread before any request on it runs, except those in :data:`EARLY`
+  (``pi/getContext`` of its leaf is answered from the tail; of another leaf,
+  its worker thread waits for the read): the loop never waits for a whole file.
 - A cancelled request cannot stop its thread: an open that was cancelled may
   still finish and register the session (reopening it returns that session).
 """
@@ -48,6 +52,29 @@ GATED: frozenset[str] = OFFLOADED | {
     methods.COMMIT_DRAFT,
 }
 """Methods that wait for the other gated requests of their session."""
+EARLY: frozenset[str] = frozenset({methods.GET_CONTEXT, methods.OPEN_SESSION})
+"""Methods that do not wait for a session opened tail-first to be read in full before they start."""
+
+
+def after_load(fn: Callable[..., Any],
+               pending: Callable[[str | None], Callable[[], object] | None]) -> Callable[..., Any]:
+    """``fn``, started only once the session its params name is read in full (in a worker thread).
+
+    ``pending(key)``: what reads session ``key`` in full, or ``None`` when there is nothing to wait for.
+    """
+
+    def call(*args: Any) -> Any:
+        load = pending(gate_key(args[0]))
+        return fn(*args) if load is None else _loaded_then(load, lambda: fn(*args))
+
+    call.__name__, call.__doc__ = fn.__name__, fn.__doc__
+    return call
+
+
+async def _loaded_then(load: Callable[[], object], call: Callable[[], Any]) -> Any:
+    await asyncio.to_thread(load)
+    result = call()
+    return await result if inspect.isawaitable(result) else result
 
 
 class SessionGates:

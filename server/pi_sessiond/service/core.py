@@ -53,7 +53,7 @@ class Core:
         """The typed settings in force for ``opened`` (or the daemon's, for ``None``)."""
         if opened is None:
             return self.settings.settings()
-        return self.settings.settings(opened.key, project_cwd(opened.session))
+        return self.settings.settings(opened.key, project_cwd(opened.peek()))
 
     def summarizer(self, settings: Settings) -> Summarizer:
         """A summarizer built from ``summarizer.*`` (close it with ``aclose``)."""

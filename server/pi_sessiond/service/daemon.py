@@ -14,6 +14,7 @@ threads, ``rpc/offload.py``), so a commit never changes a tree being read.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,7 @@ from pi_sessiond.service import (
     forwarding,
     live,
     livewriter,
+    loading,
     masking,
     stats,
     tree,
@@ -119,6 +121,7 @@ class Daemon:
                 sessions_dir,
                 lambda: settings.settings().daemon.max_session_bytes,
                 lambda: settings.settings().daemon.open_index,
+                lambda: settings.settings().daemon.tail_open_bytes,
             ),
             settings=settings,
             jobs=JobManager(self._max_jobs),
@@ -127,6 +130,7 @@ class Daemon:
         )
         self._idle_locks = IdleLocks(self.core)
         self.live_watch = LiveWatch(self.core)
+        self.core.registry.on_loaded = self._loaded
 
     # ------------------------------------------------------------ lifecycle
     def configure(self, options: InitializationOptions) -> None:
@@ -171,6 +175,16 @@ class Daemon:
         """Whether ``session_id`` is open (the rpc layer's ordering asks; not a wire method)."""
         return session_id in self.core.registry
 
+    def pending_load(self, session_id: str | None) -> Callable[[], object] | None:
+        """What reads a session opened tail-first in full (blocking; run it off the loop), or ``None``."""
+        opened = self.core.registry.find(session_id) if session_id is not None else None
+        return None if opened is None or opened.loaded else (lambda: opened.session)
+
+    def _loaded(self, opened: OpenSession) -> None:
+        loading.announce(self.core.notify, opened)
+        if opened.loaded and opened.loading is not None and opened.loading.session is not None:
+            self.live_watch.soon()  # a live Pi holding it, now that its appends can be followed
+
     def _get(self, session_id: str) -> OpenSession:
         """The open session, with the lines other programs appended folded in."""
         self._idle_locks.arm()  # a request may write: the idle-lock sweep runs while a lock is held
@@ -194,7 +208,8 @@ class Daemon:
             opened = self.core.registry.open_id(params.session_id)
         else:
             raise InvalidParams("path or sessionId: one of them is required")
-        _refresh(opened)  # already open: what other programs appended since
+        if opened.loaded:
+            _refresh(opened)  # already open: what other programs appended since
         self.live_watch.soon()  # pi/sessionLive when a live Pi holds it
         return views.session_info(opened)
 
@@ -250,7 +265,15 @@ class Daemon:
 
     # ----------------------------------------------------------------- reads
     def get_context(self, params: GetContextParams) -> ContextResult:
-        """``pi/getContext``: Pi's ``buildSessionContext`` plus its size."""
+        """``pi/getContext``: Pi's ``buildSessionContext`` plus its size (of the leaf from the tail while loading)."""
+        early = self.core.registry.get(params.session_id)
+        if not early.loaded and early.loading is not None:
+            context = early.loading.early_context(params.leaf_id)
+            if context is not None:
+                name = self.core.settings_for(early).tokenizer
+                tokens = stats.leaf_context_tokens(early.loading.provisional, context.messages, name)
+                return ContextResult(messages=list(context.messages), thinking_level=context.thinking_level,
+                                     model=context.model, tokens=tokens)
         opened = self._get(params.session_id)
         session = opened.session
         with session.lock:

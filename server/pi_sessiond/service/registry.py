@@ -22,25 +22,50 @@ from typing import Any
 import attrs
 
 from pi_sessiond.errors import InvalidParams, UnknownSession
+from pi_sessiond.service.loading import Loading
 from pi_sessiond.store.layout import session_dir, sessions_root
 from pi_sessiond.store.listing import list_sessions
 from pi_sessiond.store.openindex import SAVE_DELAY, cache_dir
 from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES
 from pi_sessiond.store.session import Session
+from pi_sessiond.store.tailopen import TailRead, open_tail
 
 JsonDict = dict[str, Any]
 
 
 @attrs.define(eq=False)
 class OpenSession:
-    """One open session and the daemon's per-session state."""
+    """One open session and the daemon's per-session state.
+
+    ``session`` is the whole session; for one opened tail-first
+    (``service/loading.py``) reading it waits until the whole file is read.
+    """
 
     key: str
-    session: Session
+    _session: Session | None = attrs.field(alias="session")
+    loading: Loading | None = None
     turn_compacted: bool = False  # an automatic compaction ran in this turn (loop guard)
     overflow_attempted: bool = False  # Pi's "overflow recovery already attempted" flag
     auto_compaction_floor: int | None = None  # after pi/undo: no auto-compaction below this many tokens
     threshold_waiting: bool = False  # the threshold was crossed while the background draft ran (prepareAt)
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            assert self.loading is not None, "an open session without a session"
+            self._session = self.loading.wait()
+        return self._session
+
+    @property
+    def loaded(self) -> bool:
+        """Whether :attr:`session` is there without waiting."""
+        return self._session is not None or self.loading is None or self.loading.done
+
+    def peek(self) -> Session:
+        """The session if it is loaded, else the tail's (header, path and the leaf's context only: never written)."""
+        if self._session is None and self.loading is not None and not self.loading.done:
+            return self.loading.provisional
+        return self.session
 
 
 class Registry:
@@ -51,14 +76,19 @@ class Registry:
         sessions_dir: Path | None = None,
         max_bytes: Callable[[], int] | None = None,
         open_index: Callable[[], bool] | None = None,
+        tail_open_bytes: Callable[[], int] | None = None,
     ) -> None:
         """``max_bytes`` gives ``daemon.maxSessionBytes`` now (settings may change); default 4 GiB.
 
-        ``open_index`` gives ``daemon.openIndex`` now (default off: only the daemon turns it on).
+        ``open_index`` gives ``daemon.openIndex`` now, ``tail_open_bytes``
+        ``daemon.tailOpenBytes`` (defaults off: only the daemon turns them on).
+        :attr:`on_loaded` is called when a session opened tail-first was read in full.
         """
         self.sessions_dir = sessions_dir
         self._max_bytes = max_bytes or (lambda: DEFAULT_MAX_SESSION_BYTES)
         self._open_index = open_index or (lambda: False)
+        self._tail_open_bytes = tail_open_bytes or (lambda: 0)
+        self.on_loaded: Callable[[OpenSession], None] = lambda opened: None
         self._lock = threading.Lock()  # keys and paths change atomically (opens run in worker threads)
         self._opening: dict[Path, threading.Lock] = {}  # one per file ever opened (a few bytes each)
         self._by_key: dict[str, OpenSession] = {}
@@ -80,15 +110,22 @@ class Registry:
             raise UnknownSession(f"no open session with sessionId {key!r}")
         return found
 
-    def add(self, session: Session) -> OpenSession:
-        """Register a session under a free key (header id, then ``#2``, ``#3``…)."""
+    def find(self, key: str) -> OpenSession | None:
+        """The open session ``key``, or ``None``."""
+        return self._by_key.get(key)
+
+    def add(self, session: Session, loading: Loading | None = None) -> OpenSession:
+        """Register a session under a free key (header id, then ``#2``, ``#3``…).
+
+        With ``loading``, ``session`` is its provisional one (``service/loading.py``).
+        """
         with self._lock:
             key = base = session.id
             n = 1
             while key in self._by_key:
                 n += 1
                 key = f"{base}#{n}"
-            opened = OpenSession(key=key, session=session)
+            opened = OpenSession(key=key, session=None if loading is not None else session, loading=loading)
             self._by_key[key] = opened
             if session.path is not None:
                 self._by_path[_resolved(session.path)] = key
@@ -110,16 +147,47 @@ class Registry:
             found = self._open_at(resolved)
             if found is not None:
                 return found
-            index_dir = cache_dir() if self._open_index() else None
             try:
-                session = Session.open(resolved, max_bytes=self._max_bytes(), index_dir=index_dir)
+                tail = open_tail(resolved, self._max_bytes(), self._tail_open_bytes())
             except OSError as exc:
-                raise InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}") from exc
-            if session.pending_index is not None:  # saved in the background, once the first requests are served
-                saver = threading.Timer(SAVE_DELAY, session.save_index)
-                saver.daemon = True
-                saver.start()
-            return self.add(session)
+                raise _unreadable(path, exc) from exc
+            if tail is None:
+                return self.add(self._open_full(resolved, path))
+            return self._add_loading(resolved, path, tail)
+
+    def _open_full(self, resolved: Path, path: Path) -> Session:
+        index_dir = cache_dir() if self._open_index() else None
+        try:
+            session = Session.open(resolved, max_bytes=self._max_bytes(), index_dir=index_dir)
+        except OSError as exc:
+            raise _unreadable(path, exc) from exc
+        if session.pending_index is not None:  # saved in the background, once the first requests are served
+            saver = threading.Timer(SAVE_DELAY, session.save_index)
+            saver.daemon = True
+            saver.start()
+        return session
+
+    def _add_loading(self, resolved: Path, path: Path, tail: TailRead) -> OpenSession:
+        provisional = Session(tail.header, tail.tree, resolved)
+        box: list[OpenSession] = []
+        loading = Loading(tail, provisional, lambda: self._open_full(resolved, path),
+                          lambda _: self._loaded(box[0]))
+        opened = self.add(provisional, loading)
+        box.append(opened)
+        loading.start_later()
+        return opened
+
+    def _loaded(self, opened: OpenSession) -> None:
+        """A tail-first session was read in full: a failed read drops it; then :attr:`on_loaded`."""
+        assert opened.loading is not None
+        if opened.loading.error is not None:
+            with self._lock:
+                if self._by_key.get(opened.key) is opened:
+                    del self._by_key[opened.key]
+                path = opened.loading.provisional.path
+                if path is not None and self._by_path.get(_resolved(path)) == opened.key:
+                    del self._by_path[_resolved(path)]
+        self.on_loaded(opened)
 
     def _open_at(self, resolved: Path) -> OpenSession | None:
         with self._lock:
@@ -195,6 +263,10 @@ def check_session_id(session_id: str) -> None:
         raise InvalidParams(
             f"sessionId: {session_id!r} is not a valid session id (letters, digits, '.', '_', '-'; at most 128)"
         )
+
+
+def _unreadable(path: Path, exc: OSError) -> InvalidParams:
+    return InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}")
 
 
 def check_no_nul(field: str, value: str) -> None:

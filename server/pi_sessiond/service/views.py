@@ -23,7 +23,12 @@ PREVIEW_CHARS = 120
 
 
 def session_info(opened: OpenSession) -> SessionInfo:
-    """SESSION for an open session."""
+    """SESSION for an open session (while it loads: the tail's entries, no warnings, ``loading: true``)."""
+    if not opened.loaded:
+        tail = opened.peek()
+        return SessionInfo(session_id=opened.key, path=str(tail.path) if tail.path is not None else None,
+                           header=dict(tail.header), leaf_id=tail.leaf_id, entry_count=len(tail.entries),
+                           loading=True)
     session = opened.session
     return SessionInfo(
         session_id=opened.key,

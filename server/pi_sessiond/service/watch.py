@@ -107,7 +107,7 @@ class LiveWatch:
             self._check_one(key, opened)
 
     def _check_one(self, key: str, opened: OpenSession) -> None:
-        path = opened.session.path
+        path = opened.peek().path
         if path is None:
             return
         body = live_pi(path)
@@ -123,7 +123,12 @@ class LiveWatch:
             self._followed(key, opened)
 
     def _followed(self, key: str, opened: OpenSession) -> None:
-        """Fold in what Pi appended (when no job is reading the session) and tell editors to refresh."""
+        """Fold in what Pi appended (when no job is reading the session) and tell editors to refresh.
+
+        A session still loading (``service/loading.py``) is left alone: its whole-file read sees the growth.
+        """
+        if not opened.loaded:
+            return
         if self.core.jobs.get(key) is None:
             try:
                 opened.session.refresh()

@@ -37,6 +37,7 @@ M.notifications = {
   TREE_NAVIGATED = 'pi/treeNavigated',
   SESSION_CHANGED = 'pi/sessionChanged',
   SESSION_LIVE = 'pi/sessionLive',
+  SESSION_LOADED = 'pi/sessionLoaded',
 }
 
 --- Daemon -> client hook requests (only when declared at initialize).

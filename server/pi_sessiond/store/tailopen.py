@@ -1,0 +1,190 @@
+"""A big session's first context from the end of its file (issue 12: "only what the context needs is parsed").
+
+``pi/openSession`` + ``pi/getContext`` of a 100k-entry file must cost a tenth
+of Pi's open, and reading the whole file is already half of that budget. But a
+compacted leaf's context needs only the path from the leaf up to the newest
+compaction's ``firstKeptEntryId``, and that is at the end of the file. So a
+file of ``daemon.tailOpenBytes`` or more is first read from its end
+(:func:`open_tail`), and the whole file is read later (``service/loading.py``).
+
+What the tail gives exactly: the file's lines from some line boundary on are
+read by the scanner the full open uses (``scan.py``), so they make the same
+entries; the leaf is the last entry; walking up from it, each parent is looked
+up among the tail's entries, and its last copy in the file is there too (the
+tail is the file's end), so the walk is the end of the full path. When it
+holds the newest compaction and its ``firstKeptEntryId`` (or the compaction
+keeps nothing), every context entry is in it (``projection.context_entries``),
+and so is the model (an assistant answer or a ``model_change`` after them).
+Otherwise the window doubles, up to half the file; then :func:`open_tail`
+answers ``None`` and the caller opens the file in full.
+
+What it speculates: the thinking level, when no ``thinking_level_change`` is
+on that part of the path. It is then the newest ``thinking_level_change`` line
+before the tail (one search over the rest of the file, no parse), which is the
+path's when the history above the tail is one branch (every Pi session that
+was never navigated back past that change). A file where that line is on an
+abandoned branch, or whose type is spelled with escapes, gets the wrong level
+until the full read, which compares and tells the client (``pi/sessionChanged``
+with reason ``loaded``). A hit that is not at a line start (another key order,
+or the text inside a message) is not guessed at: the file is opened in full.
+
+The search maps the file for a few tens of milliseconds (no copy of it); the
+tail is read with ``pread``.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from pi_sessiond.store.context import SessionContext
+from pi_sessiond.store.entry import Entry
+from pi_sessiond.store.jsontext import loads
+from pi_sessiond.store.pathcheck import check_session_file
+from pi_sessiond.store.scan import header_of, scan_session_bytes
+from pi_sessiond.store.table import PathView
+from pi_sessiond.store.tree import SessionTree
+
+JsonDict = dict[str, Any]
+DEFAULT_TAIL_OPEN_BYTES = 32 << 20
+"""``daemon.tailOpenBytes``: files at least this large are opened tail-first."""
+FIRST_WINDOW = 4 << 20  # bytes read from the end at first (at most a quarter of the file)
+_HEADER_PROBE = 1 << 16
+_THINKING = b'"type":"thinking_level_change"'
+STATS = {"tailBytesRead": 0, "tailOpens": 0, "loaded": 0}  # debug/stats; "loaded" counts service/loading.py
+
+
+@attrs.frozen
+class TailRead:
+    """The first context of a file read from its end.
+
+    ``tree`` holds the tail's entries only (never written; its leaf's context
+    is the file's, see the module docstring); ``size`` is the file's size as
+    read. ``speculated``: no ``thinking_level_change`` is on the tail's part of
+    the path, and ``thinking`` is the level guessed from before the tail.
+    """
+
+    header: JsonDict
+    tree: SessionTree
+    size: int
+    speculated: bool = False
+    thinking: Any = None
+
+    def context(self, context: SessionContext) -> SessionContext:
+        """``context`` (the tail tree's leaf context) with the guessed thinking level."""
+        return attrs.evolve(context, thinking_level=self.thinking) if self.speculated else context
+
+
+def open_tail(path: Path, max_bytes: int, min_bytes: int = DEFAULT_TAIL_OPEN_BYTES) -> TailRead | None:
+    """The leaf's context from the end of ``path``; ``None`` when the file must be opened in full.
+
+    ``None`` for files under ``min_bytes``, without a current (v3) header on
+    line 1, and whenever the module docstring's conditions do not hold. Raises
+    what :func:`~pi_sessiond.store.pathcheck.check_session_file` raises, and ``OSError``.
+    """
+    st = check_session_file(path, max_bytes)
+    if min_bytes <= 0 or st.st_size < min_bytes:
+        return None
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return _read(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+
+
+def _read(fd: int, size: int) -> TailRead | None:
+    head = _pread(fd, _HEADER_PROBE, 0)
+    header_end = head.find(b"\n")
+    header = header_of(head, header_end)
+    if header is None:
+        return None
+    window = min(FIRST_WINDOW, size // 4)
+    while window <= size // 2:
+        found = _from_window(fd, size, head[: header_end + 1], size - window)
+        if found is not None:
+            tree, thinking_known = found
+            break
+        window *= 2
+    else:
+        return None
+    STATS["tailOpens"] += 1
+    if thinking_known:
+        return TailRead(header, tree, size)
+    thinking = _thinking_before(fd, header_end + 1, size - window)
+    return TailRead(header, tree, size, True, thinking) if thinking is not _UNKNOWN else None
+
+
+def _from_window(fd: int, size: int, header_line: bytes, start: int) -> tuple[SessionTree, bool] | None:
+    """The tail from the first line boundary after ``start``: its tree and leaf path, when they suffice."""
+    data = _pread(fd, size - start, start)
+    cut = data.find(b"\n")
+    if cut < 0:
+        return None
+    result = scan_session_bytes(header_line + data[cut + 1 :])
+    if result is None or not result.entries:
+        return None
+    tree = SessionTree(result.entries)
+    path = tree.path_view()
+    if not _holds_context(path):
+        return None
+    return tree, "thinking_level_change" in path.types
+
+
+def _holds_context(path: PathView) -> bool:
+    """Whether the path holds the newest compaction, its kept range and an entry that sets the model."""
+    types = path.types
+    try:
+        at = len(types) - 1 - types[::-1].index("compaction")
+    except ValueError:
+        return False
+    compaction = path[at]
+    first_kept = compaction.data.get("firstKeptEntryId")
+    if isinstance(first_kept, str) and first_kept != compaction.id and first_kept not in path.ids[:at]:
+        return False  # the kept range may start above the tail
+    return any(kind == "model_change" or (kind == "message" and _is_assistant(path[i]))
+               for i, kind in enumerate(types))
+
+
+def _is_assistant(entry: Entry) -> bool:
+    return entry.role == "assistant" and entry.message is not None
+
+
+_UNKNOWN: Any = object()
+
+
+def _thinking_before(fd: int, lo: int, hi: int) -> Any:
+    """The level of the newest ``thinking_level_change`` line in ``[lo, hi)``; ``"off"`` if there is none.
+
+    As ``projection.path_settings``: the line's ``thinkingLevel`` as it is
+    (``None`` when it has none). :data:`_UNKNOWN` when the newest hit is not the
+    start of a line of that type.
+    """
+    if hi <= lo:
+        return "off"
+    with mmap.mmap(fd, 0, prot=mmap.PROT_READ) as view:
+        hit, at = -1, view.find(_THINKING, lo, hi)
+        while at >= 0:  # forward: CPython's forward search is faster than rfind
+            hit, at = at, view.find(_THINKING, at + 1, hi)
+        if hit < 0:
+            return "off"
+        if hit - 2 < lo - 1 or view[hit - 2 : hit] != b"\n{":
+            return _UNKNOWN
+        end = view.find(b"\n", hit)
+        line = view[hit - 1 : end if end >= 0 else len(view)]
+    try:
+        data = loads(line)
+    except ValueError:
+        return _UNKNOWN
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+        return _UNKNOWN
+    return data.get("thinkingLevel")
+
+
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    data = os.pread(fd, size, offset)
+    STATS["tailBytesRead"] += len(data)
+    return data
