@@ -36,8 +36,12 @@ four places: it gives every field's type, it says which error reasons each
 method may answer, it lists the settings' built-in defaults as the code
 has them, and it has a few names the contract's "Additions" do not: `reason`
 on `pi/mask` (the masking tier a live Pi asks for at its turn boundary),
-`force` on `pi/commitDraft` (the `liveWriter` guard of `pi/compact`) and
-`data.draftState` of a refused commit. Types are spelled as in the generated TypeScript
+`force` on `pi/commitDraft` (the `liveWriter` guard of `pi/compact`),
+`data.draftState` of a refused commit, and the tail-first open of big files
+(`daemon.tailOpenBytes`, SESSION's `loading`, `pi/sessionLoaded` and the
+`pi/sessionChanged` reason `loaded`: while a file of that size or more is
+read in full, only `pi/getContext` of its leaf is answered from its end, and
+its warnings follow in `pi/sessionLoaded`). Types are spelled as in the generated TypeScript
 (`editors/vscode/src/protocol.ts`); `?` marks a field with a default: params
 may leave it out, and a result leaves it out only when it is `null` (fields
 typed `… | null` without `?` are always written).

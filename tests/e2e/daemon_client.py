@@ -52,6 +52,7 @@ NOTIFICATIONS = (
     "pi/treeNavigated",
     "pi/sessionChanged",
     "pi/sessionLive",
+    "pi/sessionLoaded",
 )
 HOOKS = {"pi/beforeCompact": "beforeCompact", "pi/beforeTree": "beforeTree", "pi/reviewSummary": "reviewSummary"}
 

@@ -70,6 +70,17 @@ function listen(
   const mine = (sessionId: string) => sessionId === session.info?.sessionId;
   const handlers = [
     pi.onSessionChanged((event) => mine(event.sessionId) && session.scheduleReload(pi)),
+    pi.onSessionLoaded((event) => {
+      const path = mine(event.sessionId) ? session.info?.path : undefined;
+      for (const warning of event.warnings ?? []) {
+        output.warn(`${path ?? event.sessionId}:${warning.line}: ${warning.message}`);
+      }
+      if (event.error && mine(event.sessionId)) {
+        void vscode.window.showErrorMessage(`Pi: the session could not be read in full: ${event.error}`);
+      } else if (mine(event.sessionId)) {
+        session.scheduleReload(pi);
+      }
+    }),
     pi.onSessionLive((event) => {
       if (event.live && event.holder) session.live.set(event.sessionId, event.holder);
       else session.live.delete(event.sessionId);

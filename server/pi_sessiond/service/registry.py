@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from pi_sessiond.errors import InvalidParams, UnknownSession
-from pi_sessiond.service.loading import Loading
+from pi_sessiond.service.loading import LOAD_DELAY, Loading
 from pi_sessiond.store.layout import session_dir, sessions_root
 from pi_sessiond.store.listing import list_sessions
 from pi_sessiond.store.openindex import SAVE_DELAY, cache_dir
@@ -89,6 +89,7 @@ class Registry:
         self._open_index = open_index or (lambda: False)
         self._tail_open_bytes = tail_open_bytes or (lambda: 0)
         self.on_loaded: Callable[[OpenSession], None] = lambda opened: None
+        self.load_delay = LOAD_DELAY  # seconds before a tail-first session is read in full if nobody asks sooner
         self._lock = threading.Lock()  # keys and paths change atomically (opens run in worker threads)
         self._opening: dict[Path, threading.Lock] = {}  # one per file ever opened (a few bytes each)
         self._by_key: dict[str, OpenSession] = {}
@@ -174,7 +175,7 @@ class Registry:
                           lambda _: self._loaded(box[0]))
         opened = self.add(provisional, loading)
         box.append(opened)
-        loading.start_later()
+        loading.start_later(self.load_delay)
         return opened
 
     def _loaded(self, opened: OpenSession) -> None:

@@ -28,13 +28,12 @@ until the full read, which compares and tells the client (``pi/sessionChanged``
 with reason ``loaded``). A hit that is not at a line start (another key order,
 or the text inside a message) is not guessed at: the file is opened in full.
 
-The search maps the file for a few tens of milliseconds (no copy of it); the
-tail is read with ``pread``.
+The file is read with ``pread`` only (the search a chunk at a time into one
+buffer): a mapping would turn a file truncated meanwhile into ``SIGBUS``.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 from pathlib import Path
 from typing import Any
@@ -55,6 +54,7 @@ DEFAULT_TAIL_OPEN_BYTES = 32 << 20
 FIRST_WINDOW = 4 << 20  # bytes read from the end at first (at most a quarter of the file)
 _HEADER_PROBE = 1 << 16
 _THINKING = b'"type":"thinking_level_change"'
+_SEARCH_CHUNK = 1 << 20
 STATS = {"tailBytesRead": 0, "tailOpens": 0, "loaded": 0}  # debug/stats; "loaded" counts service/loading.py
 
 
@@ -163,18 +163,12 @@ def _thinking_before(fd: int, lo: int, hi: int) -> Any:
     (``None`` when it has none). :data:`_UNKNOWN` when the newest hit is not the
     start of a line of that type.
     """
-    if hi <= lo:
+    hit = _newest(fd, _THINKING, lo, hi)
+    if hit < 0:
         return "off"
-    with mmap.mmap(fd, 0, prot=mmap.PROT_READ) as view:
-        hit, at = -1, view.find(_THINKING, lo, hi)
-        while at >= 0:  # forward: CPython's forward search is faster than rfind
-            hit, at = at, view.find(_THINKING, at + 1, hi)
-        if hit < 0:
-            return "off"
-        if hit - 2 < lo - 1 or view[hit - 2 : hit] != b"\n{":
-            return _UNKNOWN
-        end = view.find(b"\n", hit)
-        line = view[hit - 1 : end if end >= 0 else len(view)]
+    if hit - 2 < lo - 1 or os.pread(fd, 2, hit - 2) != b"\n{":
+        return _UNKNOWN
+    line = _line_from(fd, hit - 1)
     try:
         data = loads(line)
     except ValueError:
@@ -182,6 +176,42 @@ def _thinking_before(fd: int, lo: int, hi: int) -> Any:
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
         return _UNKNOWN
     return data.get("thinkingLevel")
+
+
+def _newest(fd: int, needle: bytes, lo: int, hi: int) -> int:
+    """Where the last ``needle`` wholly inside ``[lo, hi)`` of the file starts, or -1.
+
+    Read a chunk at a time into one buffer (``pread``: never a mapping, which a
+    file truncated meanwhile would turn into ``SIGBUS``), searched forward (CPython's
+    forward search is faster than ``rfind``); chunks overlap by the needle's length.
+    """
+    buf = bytearray(_SEARCH_CHUNK)
+    view = memoryview(buf)
+    found, at = -1, lo
+    while at < hi:
+        n = os.preadv(fd, [view[: min(_SEARCH_CHUNK, hi - at)]], at)
+        if n <= 0:
+            break
+        i = buf.find(needle, 0, n)
+        while i >= 0:
+            found, i = at + i, buf.find(needle, i + 1, n)
+        if at + n >= hi or n < len(needle):
+            break
+        at += n - len(needle) + 1
+    return found
+
+
+def _line_from(fd: int, start: int) -> bytes:
+    """The line starting at byte ``start``, without its newline."""
+    parts: list[bytes] = []
+    while chunk := os.pread(fd, 1 << 16, start):
+        end = chunk.find(b"\n")
+        if end >= 0:
+            parts.append(chunk[:end])
+            break
+        parts.append(chunk)
+        start += len(chunk)
+    return b"".join(parts)
 
 
 def _pread(fd: int, size: int, offset: int) -> bytes:

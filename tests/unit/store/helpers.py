@@ -37,3 +37,27 @@ def write_lines(path: Path, lines: list[dict[str, Any]], header: bool = True) ->
     rows = ([HEADER] if header else []) + lines
     path.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows))
     return path
+
+
+def chain(n: int, start: int = 0, parent: str | None = None) -> list[dict[str, Any]]:
+    """``n`` user/assistant turns, each the child of the one before; ids ``e<start>`` on."""
+    lines: list[dict[str, Any]] = []
+    for i in range(start, start + n):
+        eid = f"e{i:05d}"
+        make = user if i % 2 == 0 else assistant
+        lines.append(make(eid, parent, f"turn {i} " + "x" * 200, i % 50))
+        parent = eid
+    return lines
+
+
+def thinking(eid: str, parent: str | None, level: str) -> dict[str, Any]:
+    return {"type": "thinking_level_change", "id": eid, "parentId": parent, "timestamp": ts(1), "thinkingLevel": level}
+
+
+def compacted(before: int, after: int, *, kept_back: int = 20) -> list[dict[str, Any]]:
+    """A chain of ``before`` turns, a compaction keeping the last ``kept_back`` of them, ``after`` more turns."""
+    lines = chain(before)
+    last = lines[-1]["id"]
+    lines.append(compaction("c1", last, lines[-kept_back]["id"]))
+    lines += chain(after, before, "c1")
+    return lines

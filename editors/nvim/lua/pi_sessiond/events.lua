@@ -60,6 +60,18 @@ local function on_compaction_ended(params)
   end
 end
 
+-- A session opened with `loading = true` was read in full: its warnings, or why it was closed.
+local function on_session_loaded(params)
+  if type(params.error) == 'string' then
+    notify('the session could not be read in full: ' .. params.error, vim.log.levels.ERROR)
+    return
+  end
+  for _, warning in ipairs(type(params.warnings) == 'table' and params.warnings or {}) do
+    notify(string.format('line %s: %s', warning.line, warning.message), vim.log.levels.WARN)
+  end
+  M.changed(params.sessionId)
+end
+
 --- The `handlers` table for the pi-sessiond LSP client.
 function M.handlers()
   return {
@@ -76,6 +88,7 @@ function M.handlers()
       session.set_live(p.sessionId, p.live and type(p.holder) == 'table' and p.holder or nil)
       M.changed(p.sessionId)
     end),
+    [protocol.notifications.SESSION_LOADED] = on(protocol.notifications.SESSION_LOADED, on_session_loaded),
     [protocol.notifications.COMPACTED] = on(protocol.notifications.COMPACTED, function(p)
       M.changed(p.sessionId)
     end),

@@ -100,7 +100,11 @@ function M.open_session(path, opts)
       end
     end
     finish(opts, err, result, function(info)
-      return string.format('opened %s (%d entries)', vim.fn.fnamemodify(info.path, ':~'), info.entryCount)
+      local where = vim.fn.fnamemodify(info.path, ':~')
+      if info.loading then -- a big file opened from its end: the rest is read in the background
+        return string.format('opened %s (reading the rest of it)', where)
+      end
+      return string.format('opened %s (%d entries)', where, info.entryCount)
     end)
   end)
 end

@@ -25,6 +25,7 @@ import {
   type ReviewSummaryParams,
   type SessionChanged,
   type SessionLive,
+  type SessionLoaded,
   type SessionEntry,
   type SessionInfo,
   type SessionSummary,
@@ -196,6 +197,11 @@ export class PiClient {
 
   onSessionLive(handler: (event: SessionLive) => void): Disposable {
     return this.rpc.onNotification(Methods.SESSION_LIVE, handler);
+  }
+
+  /** A session opened with `loading: true` was read in full (its warnings, or why it was closed). */
+  onSessionLoaded(handler: (event: SessionLoaded) => void): Disposable {
+    return this.rpc.onNotification(Methods.SESSION_LOADED, handler);
   }
 
   onCompacted(handler: (event: Compacted) => void): Disposable {

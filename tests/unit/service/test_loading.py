@@ -1,0 +1,57 @@
+"""A session opened tail-first whose whole-file read fails is dropped, and the client is told (``service/loading.py``).
+
+The daemon service in-process on real files; the background read is held back
+(``Registry.load_delay``) so the file can change between the open and the read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.unit.store.helpers import compacted, write_lines
+
+from pi_protocol import methods
+from pi_protocol.params import GetContextParams, GetTreeParams, OpenSessionParams, SessionParams, UpdateSettingsParams
+from pi_sessiond.errors import PiError, UnknownSession
+from pi_sessiond.service.daemon import Daemon
+from pi_sessiond.store.errors import NotASessionError
+
+from .fakes import Events, make_daemon
+
+
+def tail_first(tmp_path: Path) -> tuple[Daemon, Events, Path, str]:
+    daemon, events = make_daemon(tmp_path)
+    daemon.update_settings(UpdateSettingsParams(settings={"daemon": {"tailOpenBytes": 1}}))
+    daemon.core.registry.load_delay = 3600.0  # no background read: the test decides when it happens
+    path = write_lines(tmp_path / "s.jsonl", compacted(300, 30))
+    info = daemon.open_session(OpenSessionParams(path=str(path)))
+    assert info.loading
+    return daemon, events, path, info.session_id
+
+
+def test_the_context_is_answered_from_the_tail_and_the_first_other_request_reads_the_file(tmp_path: Path) -> None:
+    daemon, events, _, sid = tail_first(tmp_path)
+    early = daemon.get_context(GetContextParams(session_id=sid))
+    assert events.of(methods.SESSION_LOADED) == []  # still the tail
+    tree = daemon.get_tree(GetTreeParams(session_id=sid, limit=1))
+    assert tree.total == 331
+    (loaded,) = events.of(methods.SESSION_LOADED)
+    assert loaded == {"sessionId": sid, "leafId": tree.leaf_id, "entryCount": 331, "warnings": [],
+                      "contextChanged": False}
+    assert daemon.get_context(GetContextParams(session_id=sid)) == early
+
+
+@pytest.mark.parametrize("change", ["not a session", "removed"])
+def test_a_failed_whole_file_read_drops_the_session(tmp_path: Path, change: str) -> None:
+    daemon, events, path, sid = tail_first(tmp_path)
+    if change == "removed":
+        path.unlink()
+    else:
+        path.write_bytes(b"\x00\x01 not a session\n")
+    with pytest.raises((PiError, NotASessionError)):
+        daemon.get_stats(SessionParams(session_id=sid))
+    (loaded,) = events.of(methods.SESSION_LOADED)
+    assert loaded["error"] and loaded["entryCount"] == 0
+    with pytest.raises(UnknownSession):
+        daemon.get_context(GetContextParams(session_id=sid))
