@@ -24,7 +24,8 @@ Consistency rules:
 - A session opened tail-first (``service/loading.py``) is read in full in a
   worker thread before any request on it runs, except those in :data:`EARLY`
   (``pi/getContext`` of its leaf is answered from the tail; of another leaf,
-  its worker thread waits for the read): the loop never waits for a whole file.
+  its worker thread waits for the read; ``pi/closeSession`` drops it unread):
+  the loop never waits for a whole file.
 - A cancelled request cannot stop its thread: an open that was cancelled may
   still finish and register the session (reopening it returns that session).
 """
@@ -52,7 +53,7 @@ GATED: frozenset[str] = OFFLOADED | {
     methods.COMMIT_DRAFT,
 }
 """Methods that wait for the other gated requests of their session."""
-EARLY: frozenset[str] = frozenset({methods.GET_CONTEXT, methods.OPEN_SESSION})
+EARLY: frozenset[str] = frozenset({methods.GET_CONTEXT, methods.OPEN_SESSION, methods.CLOSE_SESSION})
 """Methods that do not wait for a session opened tail-first to be read in full before they start."""
 
 

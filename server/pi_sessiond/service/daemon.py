@@ -180,9 +180,9 @@ class Daemon:
         opened = self.core.registry.find(session_id) if session_id is not None else None
         return None if opened is None or opened.loaded else (lambda: opened.session)
 
-    def _loaded(self, opened: OpenSession) -> None:
-        loading.announce(self.core.notify, opened)
-        if opened.loaded and opened.loading is not None and opened.loading.session is not None:
+    def _loaded(self, opened: OpenSession, read: loading.Loading) -> None:
+        loading.announce(self.core.notify, opened, read)
+        if read.session is not None:
             self.live_watch.soon()  # a live Pi holding it, now that its appends can be followed
 
     def _get(self, session_id: str) -> OpenSession:
@@ -214,8 +214,8 @@ class Daemon:
         return views.session_info(opened)
 
     async def close_session(self, params: SessionParams) -> None:
-        """``pi/closeSession``: cancel its job, drop it and its settings layer."""
-        opened = self._get(params.session_id)
+        """``pi/closeSession``: cancel its job, drop it and its settings layer (one still loading is never read)."""
+        opened = self.core.registry.get(params.session_id)
         await self.core.jobs.cancel(opened.key)
         self.core.registry.close(opened.key)
         self.core.settings.forget(opened.key)

@@ -48,6 +48,8 @@ class IdleLocks:
         self._timer = None
         released, held = 0, False
         for opened in self._core.registry:
+            if not opened.loaded:  # still being read (service/loading.py): it holds no lock yet
+                continue
             session = opened.session
             idle = self._core.settings_for(opened).daemon.lock_idle_seconds
             if idle is not None and self._core.jobs.get(opened.key) is None and session.release_if_idle(idle):

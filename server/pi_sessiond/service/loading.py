@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from pi_protocol import methods
 from pi_protocol.results import SessionChanged, SessionLoaded
 from pi_protocol.session import SessionWarning
-from pi_sessiond.errors import PiError
+from pi_sessiond.errors import PiError, UnknownSession
 from pi_sessiond.store.context import SessionContext
 from pi_sessiond.store.session import Session
 from pi_sessiond.store.tailopen import STATS, TailRead
@@ -59,6 +59,7 @@ class Loading:
         self.session: Session | None = None
         self.error: Exception | None = None
         self.served: SessionContext | None = None  # the early context, once a client got it
+        self.closed = False
         self._load = load
         self._on_done = on_done
         self._lock = threading.Lock()  # one whole-file read
@@ -88,19 +89,33 @@ class Loading:
         """The session read in full (read now in this thread if nobody has started); raises the read's error."""
         with self._lock:
             if not self.done:
-                try:
-                    session = self._load()
-                except Exception as exc:
-                    self.error = exc
-                else:
-                    with self._served_lock:
-                        self.session = session
-                STATS["loaded"] += 1
-                self._on_done(self)
+                self._read()
         if self.error is not None:
             raise self.error
         assert self.session is not None
         return self.session
+
+    def _read(self) -> None:
+        if self.closed:
+            self.error = UnknownSession("the session was closed before it was read in full")
+            return
+        try:
+            session = self._load()
+        except Exception as exc:
+            self.error = exc
+        else:
+            if self.closed:  # closed while it was being read: nobody is left to use it
+                session.close()
+                self.error = UnknownSession("the session was closed before it was read in full")
+                return
+            with self._served_lock:
+                self.session = session
+        STATS["loaded"] += 1
+        self._on_done(self)
+
+    def abandon(self) -> None:
+        """The session was closed: a read in progress is dropped when it ends, and none starts."""
+        self.closed = True
 
     def start_later(self, delay: float = LOAD_DELAY) -> None:
         """Read the whole file in a background thread ``delay`` seconds from now (unless done by then)."""
@@ -125,10 +140,9 @@ def outcome(loading: Loading, session: Session) -> bool:
         full.messages) != list(served.messages)
 
 
-def announce(notify: Callable[[str, Any], None], opened: OpenSession) -> None:
+def announce(notify: Callable[[str, Any], None], opened: OpenSession, loading: Loading) -> None:
     """Tell the client a tail-first session was read in full (``pi/sessionLoaded``, maybe ``pi/sessionChanged``)."""
-    loading = opened.loading
-    assert loading is not None and loading.done
+    assert loading.done
     if loading.session is None:
         error = loading.error
         message = error.message if isinstance(error, PiError) else str(error)

@@ -51,20 +51,25 @@ class OpenSession:
 
     @property
     def session(self) -> Session:
-        if self._session is None:
-            assert self.loading is not None, "an open session without a session"
-            self._session = self.loading.wait()
-        return self._session
+        session = self._session
+        if session is None:
+            loading = self.loading  # read once: a finished read sets _session, then clears loading
+            session = self._session if loading is None else loading.wait()
+            assert session is not None, "an open session without a session"
+            self._session = session
+        return session
 
     @property
     def loaded(self) -> bool:
         """Whether :attr:`session` is there without waiting."""
-        return self._session is not None or self.loading is None or self.loading.done
+        loading = self.loading
+        return self._session is not None or loading is None or loading.done
 
     def peek(self) -> Session:
         """The session if it is loaded, else the tail's (header, path and the leaf's context only: never written)."""
-        if self._session is None and self.loading is not None and not self.loading.done:
-            return self.loading.provisional
+        loading = self.loading
+        if self._session is None and loading is not None and not loading.done:
+            return loading.provisional
         return self.session
 
 
@@ -88,7 +93,7 @@ class Registry:
         self._max_bytes = max_bytes or (lambda: DEFAULT_MAX_SESSION_BYTES)
         self._open_index = open_index or (lambda: False)
         self._tail_open_bytes = tail_open_bytes or (lambda: 0)
-        self.on_loaded: Callable[[OpenSession], None] = lambda opened: None
+        self.on_loaded: Callable[[OpenSession, Loading], None] = lambda opened, loading: None
         self.load_delay = LOAD_DELAY  # seconds before a tail-first session is read in full if nobody asks sooner
         self._lock = threading.Lock()  # keys and paths change atomically (opens run in worker threads)
         self._opening: dict[Path, threading.Lock] = {}  # one per file ever opened (a few bytes each)
@@ -180,15 +185,21 @@ class Registry:
 
     def _loaded(self, opened: OpenSession) -> None:
         """A tail-first session was read in full: a failed read drops it; then :attr:`on_loaded`."""
-        assert opened.loading is not None
-        if opened.loading.error is not None:
+        loading = opened.loading
+        assert loading is not None
+        if loading.session is not None:  # the tail and the provisional session are no longer needed
+            opened._session = loading.session
+            opened.loading = None
+            self.on_loaded(opened, loading)
+            return
+        if loading.error is not None:
             with self._lock:
                 if self._by_key.get(opened.key) is opened:
                     del self._by_key[opened.key]
-                path = opened.loading.provisional.path
+                path = loading.provisional.path
                 if path is not None and self._by_path.get(_resolved(path)) == opened.key:
                     del self._by_path[_resolved(path)]
-        self.on_loaded(opened)
+        self.on_loaded(opened, loading)
 
     def _open_at(self, resolved: Path) -> OpenSession | None:
         with self._lock:
@@ -218,13 +229,17 @@ class Registry:
         return self.add(session)
 
     def close(self, key: str) -> OpenSession:
-        """Drop ``key`` from memory; raises :class:`UnknownSession`."""
+        """Drop ``key`` from memory; raises :class:`UnknownSession`. A session still loading is never read in full."""
         opened = self.get(key)
-        opened.session.close()  # releases the write lock
+        loading, path = opened.loading, opened.peek().path
+        if loading is not None and not opened.loaded:
+            loading.abandon()  # holds no lock yet
+        else:
+            opened.session.close()  # releases the write lock
         with self._lock:
             del self._by_key[key]
-            if opened.session.path is not None:
-                self._by_path.pop(_resolved(opened.session.path), None)
+            if path is not None:
+                self._by_path.pop(_resolved(path), None)
         return opened
 
     def directory_for(self, cwd: str) -> Path:

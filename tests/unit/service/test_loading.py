@@ -6,6 +6,7 @@ The daemon service in-process on real files; the background read is held back
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,16 @@ def test_a_failed_whole_file_read_drops_the_session(tmp_path: Path, change: str)
     assert loaded["error"] and loaded["entryCount"] == 0
     with pytest.raises(UnknownSession):
         daemon.get_context(GetContextParams(session_id=sid))
+
+
+def test_a_session_closed_while_loading_is_never_read_in_full(tmp_path: Path) -> None:
+    daemon, events, path, sid = tail_first(tmp_path)
+    loading = daemon.core.registry.get(sid).loading
+    assert loading is not None
+    asyncio.run(daemon.close_session(SessionParams(session_id=sid)))
+    with pytest.raises(UnknownSession):
+        loading.wait()  # what the background timer would do later
+    assert events.of(methods.SESSION_LOADED) == [] and loading.session is None
+    again = daemon.open_session(OpenSessionParams(path=str(path)))  # a new open, tail-first again
+    assert again.loading and again.session_id == sid
+    assert daemon.get_tree(GetTreeParams(session_id=sid, limit=1)).total == 331
