@@ -36,7 +36,7 @@ from tests.e2e.daemon_client import (
 )
 from tests.loopback_provider import Fault, LoopbackProvider
 
-SESSION_KEYS = {"sessionId", "path", "header", "leafId", "entryCount", "warnings"}
+SESSION_KEYS = {"sessionId", "path", "header", "leafId", "entryCount", "warnings", "loading"}
 
 
 async def rpc_error(coro: Any) -> JsonRpcException:

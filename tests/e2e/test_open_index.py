@@ -1,5 +1,8 @@
 """Two daemon runs on a 30k-line session: the second opens it through the open index and reads far fewer bytes.
 
+The daemons read whole files (``daemon.tailOpenBytes: 0``): the file is over
+32 MiB, which would otherwise open tail-first (``tests/e2e/test_tail_open.py``).
+
 Bytes are counted by the daemon itself (``debug/stats`` ``openIndex``: bytes read
 by session opens and the entries made from the file), never timed. The second
 run's context must equal the first's, also after another program appended lines
@@ -37,7 +40,8 @@ def stats(d: Daemon) -> dict[str, int]:
 def open_and_context(path: Path, env: dict[str, str], *, wait_for_save: bool) -> tuple[Any, dict[str, int]]:
     """One daemon run: open ``path``, its context, (the index saved), and the open-index counters."""
     with daemon(env=env) as d:
-        d.ok("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+        d.ok("initialize", {"processId": None, "rootUri": None, "capabilities": {},  # whole-file opens only
+                            "initializationOptions": {"settings": {"daemon": {"tailOpenBytes": 0}}}})
         sid = d.ok("pi/openSession", {"path": str(path)})["sessionId"]
         context = d.ok("pi/getContext", {"sessionId": sid})
         deadline = time.monotonic() + DEADLINE
