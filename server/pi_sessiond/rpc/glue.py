@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from concurrent.futures import Future
@@ -47,7 +48,8 @@ class LspEventSink:
         if loop is None or threading.get_ident() == self._server.loop_thread:
             self._server.protocol.notify(method, params)
         else:
-            loop.call_soon_threadsafe(self._server.protocol.notify, method, params)
+            with contextlib.suppress(RuntimeError):  # the loop closed (the daemon is exiting): nobody to tell
+                loop.call_soon_threadsafe(self._server.protocol.notify, method, params)
 
 
 class LspHookClient:

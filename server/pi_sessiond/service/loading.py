@@ -110,8 +110,8 @@ class Loading:
                 return
             with self._served_lock:
                 self.session = session
-        STATS["loaded"] += 1
         self._on_done(self)
+        STATS["loaded"] += 1  # after the notifications: debug/stats readers see them sent
 
     def abandon(self) -> None:
         """The session was closed: a read in progress is dropped when it ends, and none starts."""

@@ -15,8 +15,10 @@ tail is the file's end), so the walk is the end of the full path. When it
 holds the newest compaction and its ``firstKeptEntryId`` (or the compaction
 keeps nothing), every context entry is in it (``projection.context_entries``),
 and so is the model (an assistant answer or a ``model_change`` after them).
-Otherwise the window doubles, up to half the file; then :func:`open_tail`
-answers ``None`` and the caller opens the file in full.
+Otherwise, when a ``compaction`` is written anywhere before the window (one
+search), the window grows to hold the newest and then doubles, up to half the
+file; else, or past half, :func:`open_tail` answers ``None`` and the caller
+opens the file in full.
 
 What it speculates: the thinking level, when no ``thinking_level_change`` is
 on that part of the path. It is then the newest ``thinking_level_change`` line
@@ -54,6 +56,7 @@ DEFAULT_TAIL_OPEN_BYTES = 32 << 20
 FIRST_WINDOW = 4 << 20  # bytes read from the end at first (at most a quarter of the file)
 _HEADER_PROBE = 1 << 16
 _THINKING = b'"type":"thinking_level_change"'
+_COMPACTION = b'"type":"compaction"'
 _SEARCH_CHUNK = 1 << 20
 STATS = {"tailBytesRead": 0, "tailOpens": 0, "loaded": 0}  # debug/stats; "loaded" counts service/loading.py
 
@@ -102,51 +105,60 @@ def _read(fd: int, size: int) -> TailRead | None:
     header = header_of(head, header_end)
     if header is None:
         return None
-    window = min(FIRST_WINDOW, size // 4)
-    while window <= size // 2:
-        found = _from_window(fd, size, head[: header_end + 1], size - window)
-        if found is not None:
-            tree, thinking_known = found
+    first = window = min(FIRST_WINDOW, size // 4)
+    searched = False
+    while True:
+        tree = _window_tree(fd, size, head[: header_end + 1], size - window)
+        missing = _missing(tree.path_view()) if tree is not None else "entries"
+        if missing is None and tree is not None:
             break
-        window *= 2
-    else:
-        return None
+        if window >= size // 2:
+            return None
+        if missing == "compaction" and not searched:  # before reading more: is one written further back?
+            searched = True
+            newest = _newest(fd, _COMPACTION, header_end + 1, size - window)
+            if newest < 0:
+                return None  # none anywhere before: this leaf's context is its whole path
+            window = max(2 * window, size - newest + first // 4)
+        else:
+            window *= 2
+        window = min(window, size // 2)
     STATS["tailOpens"] += 1
-    if thinking_known:
+    if "thinking_level_change" in tree.path_view().types:
         return TailRead(header, tree, size)
     thinking = _thinking_before(fd, header_end + 1, size - window)
     return TailRead(header, tree, size, True, thinking) if thinking is not _UNKNOWN else None
 
 
-def _from_window(fd: int, size: int, header_line: bytes, start: int) -> tuple[SessionTree, bool] | None:
-    """The tail from the first line boundary after ``start``: its tree and leaf path, when they suffice."""
+def _window_tree(fd: int, size: int, header_line: bytes, start: int) -> SessionTree | None:
+    """The entries from the first line boundary after ``start`` to the end; ``None`` when there are none."""
     data = _pread(fd, size - start, start)
     cut = data.find(b"\n")
     if cut < 0:
         return None
     result = scan_session_bytes(header_line + data[cut + 1 :])
-    if result is None or not result.entries:
-        return None
-    tree = SessionTree(result.entries)
-    path = tree.path_view()
-    if not _holds_context(path):
-        return None
-    return tree, "thinking_level_change" in path.types
+    return SessionTree(result.entries) if result is not None and result.entries else None
 
 
-def _holds_context(path: PathView) -> bool:
-    """Whether the path holds the newest compaction, its kept range and an entry that sets the model."""
+def _missing(path: PathView) -> str | None:
+    """What the leaf's context needs that the path lacks: ``"compaction"``, ``"kept range"``, ``"model"``, or ``None``.
+
+    Needed: the newest compaction, its kept range (``firstKeptEntryId``, unless
+    it keeps nothing) and an entry that sets the model.
+    """
     types = path.types
     try:
         at = len(types) - 1 - types[::-1].index("compaction")
     except ValueError:
-        return False
+        return "compaction"
     compaction = path[at]
     first_kept = compaction.data.get("firstKeptEntryId")
     if isinstance(first_kept, str) and first_kept != compaction.id and first_kept not in path.ids[:at]:
-        return False  # the kept range may start above the tail
-    return any(kind == "model_change" or (kind == "message" and _is_assistant(path[i]))
-               for i, kind in enumerate(types))
+        return "kept range"  # it may start above the window
+    if not any(kind == "model_change" or (kind == "message" and _is_assistant(path[i]))
+               for i, kind in enumerate(types)):
+        return "model"
+    return None
 
 
 def _is_assistant(entry: Entry) -> bool:

@@ -165,3 +165,13 @@ def test_the_search_finds_the_newest_hit_across_chunk_borders(tmp_path: Path, mo
             assert tailopen._newest(fd, needle, lo, hi) == bytes(data).rfind(needle, lo, max(lo, hi))
         finally:
             os.close(fd)
+
+
+def test_a_file_without_any_compaction_is_given_up_after_the_first_window(tmp_path: Path) -> None:
+    from pi_sessiond.store import tailopen
+
+    path = write_lines(tmp_path / "s.jsonl", chain(2000))
+    before = tailopen.STATS["tailBytesRead"]
+    assert open_tail(path, BIG, min_bytes=1) is None
+    read = tailopen.STATS["tailBytesRead"] - before
+    assert read <= path.stat().st_size // 4 + tailopen._HEADER_PROBE  # one window; the search does not count
