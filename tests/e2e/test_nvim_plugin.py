@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from tests.conftest import REPO, require
 
+from pi_sessiond.examples.generator import generate, write
+
 PLUGIN = REPO / "editors" / "nvim"
 SCRIPT = PLUGIN / "tests" / "headless.lua"
 TIMEOUT_S = 180
@@ -192,4 +194,20 @@ def test_mask_show_original_and_unmask(nvim: str, real_session: Path, tmp_path: 
            "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
     script = PLUGIN / "tests" / "masking.lua"
     done, output = _run_nvim(nvim, script, tmp_path, env)
+    assert done.returncode == 0 and done.stdout.rstrip().endswith("PASS"), output
+
+
+def test_a_big_session_opens_from_its_end_and_its_warnings_follow(nvim: str, tmp_path: Path) -> None:
+    """``daemon.tailOpenBytes: 1`` opens the file tail-first: the open says the rest is being read,
+    the context is there at once, and the broken line's warning arrives with ``pi/sessionLoaded``
+    (``editors/nvim/tests/loading.lua``)."""
+    session = tmp_path / "big.jsonl"
+    write(session, generate(seed=8, entries=3000, shape="long", compaction_every=1000))
+    lines = session.read_bytes().splitlines(keepends=True)
+    lines.insert(len(lines) // 3, b"{broken\n")
+    session.write_bytes(b"".join(lines))
+    env = {**os.environ, "PI_TEST_SESSION": str(session), "PI_TEST_PYTHON": sys.executable,
+           "PI_TEST_TIMEOUT_MS": str((TIMEOUT_S - 30) * 1000), "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
+           "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
+    done, output = _run_nvim(nvim, PLUGIN / "tests" / "loading.lua", tmp_path, env)
     assert done.returncode == 0 and done.stdout.rstrip().endswith("PASS"), output

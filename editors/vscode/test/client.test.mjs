@@ -91,9 +91,11 @@ test("notifications and the review hook are wired to pi/ methods", async () => {
   const events = [];
   client.onSessionChanged((e) => events.push(e.leafId));
   client.onCompacted((e) => events.push(e.reason));
+  client.onSessionLoaded((e) => events.push(e.entryCount));
   client.handleReviewSummary(async (p) => ({ action: p.summary === "ok" ? "accept" : "reject" }));
   fake.notifications.get("pi/sessionChanged")({ sessionId: "s", leafId: "L" });
   fake.notifications.get("pi/compacted")({ sessionId: "s", reason: "manual" });
-  assert.deepEqual(events, ["L", "manual"]);
+  fake.notifications.get("pi/sessionLoaded")({ sessionId: "s", entryCount: 7, warnings: [], contextChanged: false });
+  assert.deepEqual(events, ["L", "manual", 7]);
   assert.deepEqual(await fake.requests.get("pi/reviewSummary")({ summary: "ok" }, {}), { action: "accept" });
 });

@@ -267,11 +267,12 @@ class Daemon:
     def get_context(self, params: GetContextParams) -> ContextResult:
         """``pi/getContext``: Pi's ``buildSessionContext`` plus its size (of the leaf from the tail while loading)."""
         early = self.core.registry.get(params.session_id)
-        if not early.loaded and early.loading is not None:
-            context = early.loading.early_context(params.leaf_id)
+        reading = early.reading()
+        if reading is not None:
+            context = reading.early_context(params.leaf_id)
             if context is not None:
                 name = self.core.settings_for(early).tokenizer
-                tokens = stats.leaf_context_tokens(early.loading.provisional, context.messages, name)
+                tokens = stats.leaf_context_tokens(reading.provisional, context.messages, name)
                 return ContextResult(messages=list(context.messages), thinking_level=context.thinking_level,
                                      model=context.model, tokens=tokens)
         opened = self._get(params.session_id)

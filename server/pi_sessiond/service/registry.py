@@ -62,15 +62,20 @@ class OpenSession:
     @property
     def loaded(self) -> bool:
         """Whether :attr:`session` is there without waiting."""
+        return self.reading() is None
+
+    def reading(self) -> Loading | None:
+        """The whole-file read still to come or under way (``service/loading.py``), else ``None``.
+
+        Read it once and keep it: another thread may finish the read meanwhile.
+        """
         loading = self.loading
-        return self._session is not None or loading is None or loading.done
+        return loading if self._session is None and loading is not None and not loading.done else None
 
     def peek(self) -> Session:
         """The session if it is loaded, else the tail's (header, path and the leaf's context only: never written)."""
-        loading = self.loading
-        if self._session is None and loading is not None and not loading.done:
-            return loading.provisional
-        return self.session
+        loading = self.reading()
+        return loading.provisional if loading is not None else self.session
 
 
 class Registry:
@@ -231,8 +236,8 @@ class Registry:
     def close(self, key: str) -> OpenSession:
         """Drop ``key`` from memory; raises :class:`UnknownSession`. A session still loading is never read in full."""
         opened = self.get(key)
-        loading, path = opened.loading, opened.peek().path
-        if loading is not None and not opened.loaded:
+        loading, path = opened.reading(), opened.peek().path
+        if loading is not None:
             loading.abandon()  # holds no lock yet
         else:
             opened.session.close()  # releases the write lock

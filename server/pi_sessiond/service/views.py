@@ -24,8 +24,9 @@ PREVIEW_CHARS = 120
 
 def session_info(opened: OpenSession) -> SessionInfo:
     """SESSION for an open session (while it loads: the tail's entries, no warnings, ``loading: true``)."""
-    if not opened.loaded:
-        tail = opened.peek()
+    reading = opened.reading()
+    if reading is not None:
+        tail = reading.provisional
         return SessionInfo(session_id=opened.key, path=str(tail.path) if tail.path is not None else None,
                            header=dict(tail.header), leaf_id=tail.leaf_id, entry_count=len(tail.entries),
                            loading=True)
