@@ -8,6 +8,9 @@ context, ``pi/sessionLoaded`` and what every other request answers.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +105,19 @@ async def test_a_context_guessed_wrong_is_corrected_once_the_whole_file_is_read(
     changed = await wait_event(client, "pi/sessionChanged")
     assert changed == {"sessionId": early["sessionId"], "leafId": info["leafId"], "reason": "loaded"}
     assert await call(client, "pi/getContext", {"sessionId": early["sessionId"]}) == context
+
+
+def test_the_command_line_reads_whole_files_and_prints_every_warning(tmp_path: Path) -> None:
+    """A file over the default ``daemon.tailOpenBytes`` (32 MiB): the one-shot command line has no client to
+    tell warnings found later, so it reads the whole file first and prints them with the context."""
+    path = tmp_path / "big.jsonl"
+    write(path, generate(seed=9, entries=30_000, shape="long", compaction_every=2000))
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines.insert(1000, b"{broken\n")
+    path.write_bytes(b"".join(lines))
+    assert path.stat().st_size >= 32 << 20
+    done = subprocess.run([sys.executable, "-m", "pi_sessiond", "context", str(path), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"{path}:1001: warning:" in done.stderr
+    assert json.loads(done.stdout)["messages"]

@@ -48,13 +48,20 @@ class _NoHooks:
 
 
 class LocalDaemon:
-    """One in-process service with the command line's settings; :meth:`open` a file, then call it."""
+    """One in-process service with the command line's settings; :meth:`open` a file, then call it.
+
+    Files are read whole (``daemon.tailOpenBytes: 0`` unless the settings say otherwise): a
+    one-shot command has no client to tell the warnings of a file read later.
+    """
 
     def __init__(self, settings: dict[str, Any] | None = None, progress: ProgressFactory | None = None) -> None:
         self.progress: ProgressFactory = progress or StderrProgress(quiet=True)
         self.service = Daemon(events=_NoEvents(), hooks=_NoHooks(), progress=progress)
+        settings = dict(settings or {})
+        if isinstance(settings.get("daemon", {}), dict):  # whole files: every warning is printed at the open
+            settings["daemon"] = {"tailOpenBytes": 0, **settings.get("daemon", {})}
         try:
-            self.service.configure(InitializationOptions(settings=settings or {}))
+            self.service.configure(InitializationOptions(settings=settings))
         except InvalidParams as exc:  # a flag's value the settings tree refuses
             raise CliError(str(exc), 2) from None
 
