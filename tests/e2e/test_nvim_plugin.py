@@ -92,6 +92,14 @@ def test_plugin_compacts_renders_tree_and_navigates(
     assert _digest(real_session) == fixture_digest, "the shared fixture must never be written"
 
 
+def _support_env(session: Path, tmp_path: Path) -> dict[str, str]:
+    """The environment of a script on ``editors/nvim/tests/support.lua``: its session file, this Python, a
+    timeout inside the test's, and Pi's agent folder and the XDG folders under ``tmp_path``."""
+    return {**os.environ, "PI_TEST_SESSION": str(session), "PI_TEST_PYTHON": sys.executable,
+            "PI_TEST_TIMEOUT_MS": str((TIMEOUT_S - 30) * 1000), "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
+            "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
+
+
 def _run_nvim(nvim: str, script: Path, cwd: Path, env: dict[str, str],
               timeout: int = TIMEOUT_S) -> tuple[subprocess.CompletedProcess[str], str]:
     """Run ``script`` in a headless Neovim with the plugin on its runtimepath; the result and a report of it."""
@@ -145,9 +153,7 @@ def test_preview_edit_commit_discard_and_undo(nvim: str, real_session: Path, tmp
     restores the context from before (``editors/nvim/tests/drafts.lua``, offline summarizer)."""
     session = tmp_path / real_session.name
     shutil.copyfile(real_session, session)
-    env = {**os.environ, "PI_TEST_SESSION": str(session), "PI_TEST_PYTHON": sys.executable,
-           "PI_TEST_TIMEOUT_MS": str((TIMEOUT_S - 30) * 1000), "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
-           "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
+    env = _support_env(session, tmp_path)
     script = PLUGIN / "tests" / "drafts.lua"
     done, output = _run_nvim(nvim, script, tmp_path, env)
     assert done.returncode == 0 and done.stdout.rstrip().endswith("PASS"), output
@@ -189,9 +195,7 @@ def test_mask_show_original_and_unmask(nvim: str, real_session: Path, tmp_path: 
     from before (``editors/nvim/tests/masking.lua``; no summarizer is needed)."""
     session = tmp_path / real_session.name
     shutil.copyfile(real_session, session)
-    env = {**os.environ, "PI_TEST_SESSION": str(session), "PI_TEST_PYTHON": sys.executable,
-           "PI_TEST_TIMEOUT_MS": str((TIMEOUT_S - 30) * 1000), "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
-           "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
+    env = _support_env(session, tmp_path)
     script = PLUGIN / "tests" / "masking.lua"
     done, output = _run_nvim(nvim, script, tmp_path, env)
     assert done.returncode == 0 and done.stdout.rstrip().endswith("PASS"), output
@@ -206,8 +210,6 @@ def test_a_big_session_opens_from_its_end_and_its_warnings_follow(nvim: str, tmp
     lines = session.read_bytes().splitlines(keepends=True)
     lines.insert(len(lines) // 3, b"{broken\n")
     session.write_bytes(b"".join(lines))
-    env = {**os.environ, "PI_TEST_SESSION": str(session), "PI_TEST_PYTHON": sys.executable,
-           "PI_TEST_TIMEOUT_MS": str((TIMEOUT_S - 30) * 1000), "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
-           "XDG_STATE_HOME": str(tmp_path / "xdg-state"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
+    env = _support_env(session, tmp_path)
     done, output = _run_nvim(nvim, PLUGIN / "tests" / "loading.lua", tmp_path, env)
     assert done.returncode == 0 and done.stdout.rstrip().endswith("PASS"), output

@@ -89,8 +89,10 @@ from pi_sessiond.service.registry import OpenSession, Registry
 from pi_sessiond.service.settings_store import SettingsStore
 from pi_sessiond.service.watch import LiveWatch
 from pi_sessiond.settings.redact import redact_settings
+from pi_sessiond.store.context import SessionContext
 from pi_sessiond.store.fork import fork_session
 from pi_sessiond.store.guard import ChangedUnderneathError
+from pi_sessiond.store.session import Session
 from pi_sessiond.summarizers.factory import make_summarizer
 
 JsonDict = dict[str, Any]
@@ -266,23 +268,22 @@ class Daemon:
     # ----------------------------------------------------------------- reads
     def get_context(self, params: GetContextParams) -> ContextResult:
         """``pi/getContext``: Pi's ``buildSessionContext`` plus its size (of the leaf from the tail while loading)."""
-        early = self.core.registry.get(params.session_id)
-        reading = early.reading()
-        if reading is not None:
-            context = reading.early_context(params.leaf_id)
-            if context is not None:
-                name = self.core.settings_for(early).tokenizer
-                tokens = stats.leaf_context_tokens(reading.provisional, context.messages, name)
-                return ContextResult(messages=list(context.messages), thinking_level=context.thinking_level,
-                                     model=context.model, tokens=tokens)
+        opened = self.core.registry.get(params.session_id)
+        reading = opened.reading()
+        early = reading.early_context(params.leaf_id) if reading is not None else None
+        if reading is not None and early is not None:
+            return self._context_result(opened, reading.provisional, early, None)
         opened = self._get(params.session_id)
         session = opened.session
         with session.lock:
             if params.leaf_id is not None:
                 views.require_entry(session, params.leaf_id, "leafId")
             context = session.context() if params.leaf_id is None else session.context(params.leaf_id)
-            name = self.core.settings_for(opened).tokenizer
-            tokens = stats.leaf_context_tokens(session, context.messages, name, params.leaf_id)
+            return self._context_result(opened, session, context, params.leaf_id)
+
+    def _context_result(self, opened: OpenSession, session: Session, context: SessionContext,
+                        leaf_id: str | None) -> ContextResult:
+        tokens = stats.leaf_context_tokens(session, context.messages, self.core.settings_for(opened).tokenizer, leaf_id)
         return ContextResult(messages=list(context.messages), thinking_level=context.thinking_level,
                              model=context.model, tokens=tokens)
 

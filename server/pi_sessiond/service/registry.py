@@ -198,12 +198,7 @@ class Registry:
             self.on_loaded(opened, loading)
             return
         if loading.error is not None:
-            with self._lock:
-                if self._by_key.get(opened.key) is opened:
-                    del self._by_key[opened.key]
-                path = loading.provisional.path
-                if path is not None and self._by_path.get(_resolved(path)) == opened.key:
-                    del self._by_path[_resolved(path)]
+            self._forget(opened, loading.provisional.path)
         self.on_loaded(opened, loading)
 
     def _open_at(self, resolved: Path) -> OpenSession | None:
@@ -241,11 +236,16 @@ class Registry:
             loading.abandon()  # holds no lock yet
         else:
             opened.session.close()  # releases the write lock
-        with self._lock:
-            del self._by_key[key]
-            if path is not None:
-                self._by_path.pop(_resolved(path), None)
+        self._forget(opened, path)
         return opened
+
+    def _forget(self, opened: OpenSession, path: Path | None) -> None:
+        """Drop ``opened`` (at ``path``) from the keys and paths, unless another session took its place."""
+        with self._lock:
+            if self._by_key.get(opened.key) is opened:
+                del self._by_key[opened.key]
+            if path is not None and self._by_path.get(_resolved(path)) == opened.key:
+                del self._by_path[_resolved(path)]
 
     def directory_for(self, cwd: str) -> Path:
         """Where new sessions of ``cwd`` go: ``sessionsDir`` if configured, else Pi's layout."""

@@ -25,19 +25,16 @@ PREVIEW_CHARS = 120
 def session_info(opened: OpenSession) -> SessionInfo:
     """SESSION for an open session (while it loads: the tail's entries, no warnings, ``loading: true``)."""
     reading = opened.reading()
-    if reading is not None:
-        tail = reading.provisional
-        return SessionInfo(session_id=opened.key, path=str(tail.path) if tail.path is not None else None,
-                           header=dict(tail.header), leaf_id=tail.leaf_id, entry_count=len(tail.entries),
-                           loading=True)
-    session = opened.session
+    session = reading.provisional if reading is not None else opened.session
+    warnings = [] if reading is not None else session.warnings
     return SessionInfo(
         session_id=opened.key,
         path=str(session.path) if session.path is not None else None,
         header=dict(session.header),
         leaf_id=session.leaf_id,
         entry_count=len(session.entries),
-        warnings=[SessionWarning(line=w.line, message=w.message) for w in session.warnings],
+        warnings=[SessionWarning(line=w.line, message=w.message) for w in warnings],
+        loading=reading is not None,
     )
 
 

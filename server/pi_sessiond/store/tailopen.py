@@ -109,8 +109,9 @@ def _read(fd: int, size: int) -> TailRead | None:
     searched = False
     while True:
         tree = _window_tree(fd, size, head[: header_end + 1], size - window)
-        missing = _missing(tree.path_view()) if tree is not None else "entries"
-        if missing is None and tree is not None:
+        path = tree.path_view() if tree is not None else None
+        missing = _missing(path) if path is not None else "entries"
+        if missing is None and tree is not None and path is not None:
             break
         if window >= size // 2:
             return None
@@ -124,7 +125,7 @@ def _read(fd: int, size: int) -> TailRead | None:
             window *= 2
         window = min(window, size // 2)
     STATS["tailOpens"] += 1
-    if "thinking_level_change" in tree.path_view().types:
+    if "thinking_level_change" in path.types:
         return TailRead(header, tree, size)
     thinking = _thinking_before(fd, header_end + 1, size - window)
     return TailRead(header, tree, size, True, thinking) if thinking is not _UNKNOWN else None
