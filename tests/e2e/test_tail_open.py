@@ -96,14 +96,20 @@ def abandoned_thinking_change(path: Path) -> Path:
 
 async def test_a_context_guessed_wrong_is_corrected_once_the_whole_file_is_read(daemons: Daemons,
                                                                                 tmp_path: Path) -> None:
+    """Whether the early answer came before the background read depends on the machine's load, so this
+    checks the rule either way; ``tests/unit/service/test_loading.py`` holds the read back to check the guess."""
     path = abandoned_thinking_change(tmp_path / "s.jsonl")
     _, info, context = await opened(daemons, WHOLE_FILE, path)
     client, early, early_context = await opened(daemons, TAIL_FIRST, path)
-    assert (early_context["thinkingLevel"], context["thinkingLevel"]) == ("high", "low")
+    assert context["thinkingLevel"] == "low" and early_context["thinkingLevel"] in ("high", "low")
+    guessed_wrong = early_context != context
     loaded = await wait_event(client, "pi/sessionLoaded")
-    assert loaded["contextChanged"] is True
-    changed = await wait_event(client, "pi/sessionChanged")
-    assert changed == {"sessionId": early["sessionId"], "leafId": info["leafId"], "reason": "loaded"}
+    assert loaded["contextChanged"] is guessed_wrong
+    if guessed_wrong:
+        changed = await wait_event(client, "pi/sessionChanged")
+        assert changed == {"sessionId": early["sessionId"], "leafId": info["leafId"], "reason": "loaded"}
+    else:
+        assert events(client, "pi/sessionChanged") == []
     assert await call(client, "pi/getContext", {"sessionId": early["sessionId"]}) == context
 
 

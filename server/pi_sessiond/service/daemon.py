@@ -213,7 +213,11 @@ class Daemon:
         if opened.loaded:
             _refresh(opened)  # already open: what other programs appended since
         self.live_watch.soon()  # pi/sessionLive when a live Pi holds it
-        return views.session_info(opened)
+        info = views.session_info(opened)
+        reading = opened.reading()
+        if reading is not None:  # after SESSION is made: it says `loading` however busy the machine is
+            reading.start_later(self.core.registry.load_delay)
+        return info
 
     async def close_session(self, params: SessionParams) -> None:
         """``pi/closeSession``: cancel its job, drop it and its settings layer (one still loading is never read)."""

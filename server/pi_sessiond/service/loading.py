@@ -12,8 +12,8 @@ Contract:
   Any other use of the session (``OpenSession.session``) waits for the whole
   file: :meth:`Loading.wait` reads it in full (``Session.open``, through the
   open index when one applies) in the first thread that needs it; the rpc layer
-  makes that a worker thread, and a timer starts it :data:`LOAD_DELAY` after the
-  open when nobody asked sooner.
+  makes that a worker thread, and a timer started once SESSION is made starts
+  it :data:`LOAD_DELAY` later when nobody asked sooner.
 - Once it is read, :func:`outcome` compares: ``pi/sessionLoaded`` follows with
   the real ``entryCount`` and ``warnings``, and when the leaf or its context is
   not what the tail gave (the thinking level was guessed wrong, or another
@@ -60,6 +60,7 @@ class Loading:
         self.error: Exception | None = None
         self.served: SessionContext | None = None  # the early context, once a client got it
         self.closed = False
+        self._timer: threading.Timer | None = None
         self._load = load
         self._on_done = on_done
         self._lock = threading.Lock()  # one whole-file read
@@ -118,10 +119,13 @@ class Loading:
         self.closed = True
 
     def start_later(self, delay: float = LOAD_DELAY) -> None:
-        """Read the whole file in a background thread ``delay`` seconds from now (unless done by then)."""
-        timer = threading.Timer(delay, self._background)
-        timer.daemon = True
-        timer.start()
+        """Read the whole file in a background thread ``delay`` seconds from now (unless done by then; once)."""
+        with self._served_lock:
+            if self._timer is not None:
+                return
+            self._timer = threading.Timer(delay, self._background)
+        self._timer.daemon = True
+        self._timer.start()
 
     def _background(self) -> None:
         with contextlib.suppress(Exception):  # reported through on_done; nobody waits here

@@ -99,7 +99,7 @@ class Registry:
         self._open_index = open_index or (lambda: False)
         self._tail_open_bytes = tail_open_bytes or (lambda: 0)
         self.on_loaded: Callable[[OpenSession, Loading], None] = lambda opened, loading: None
-        self.load_delay = LOAD_DELAY  # seconds before a tail-first session is read in full if nobody asks sooner
+        self.load_delay = LOAD_DELAY  # seconds after pi/openSession before a tail-first session is read in full
         self._lock = threading.Lock()  # keys and paths change atomically (opens run in worker threads)
         self._opening: dict[Path, threading.Lock] = {}  # one per file ever opened (a few bytes each)
         self._by_key: dict[str, OpenSession] = {}
@@ -185,8 +185,7 @@ class Registry:
                           lambda _: self._loaded(box[0]))
         opened = self.add(provisional, loading)
         box.append(opened)
-        loading.start_later(self.load_delay)
-        return opened
+        return opened  # pi/openSession starts the background read (Loading.start_later) once SESSION is made
 
     def _loaded(self, opened: OpenSession) -> None:
         """A tail-first session was read in full: a failed read drops it; then :attr:`on_loaded`."""

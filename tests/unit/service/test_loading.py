@@ -10,7 +10,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from tests.unit.store.helpers import compacted, write_lines
+from tests.unit.store.helpers import chain, compacted, compaction, thinking, write_lines
 
 from pi_protocol import methods
 from pi_protocol.params import GetContextParams, GetTreeParams, OpenSessionParams, SessionParams, UpdateSettingsParams
@@ -69,3 +69,26 @@ def test_a_session_closed_while_loading_is_never_read_in_full(tmp_path: Path) ->
     again = daemon.open_session(OpenSessionParams(path=str(path)))  # a new open, tail-first again
     assert again.loading and again.session_id == sid
     assert daemon.get_tree(GetTreeParams(session_id=sid, limit=1)).total == 331
+
+
+def test_a_context_guessed_wrong_is_corrected_once_the_whole_file_is_read(tmp_path: Path) -> None:
+    """The newest thinking change is on a branch the path left: the tail's one guess is wrong, and the
+    whole-file read says so (``store/tailopen.py``, ``docs/deviations.md``)."""
+    daemon, events = make_daemon(tmp_path)
+    daemon.update_settings(UpdateSettingsParams(settings={"daemon": {"tailOpenBytes": 1}}))
+    daemon.core.registry.load_delay = 3600.0
+    lines = [thinking("t0", None, "low"), *chain(200, parent="t0")]
+    fork_point = lines[100]["id"]
+    lines += [thinking("t1", lines[-1]["id"], "high"), *chain(5, 500, "t1")]  # the abandoned branch
+    lines += chain(300, 1000, fork_point)
+    lines += [compaction("c1", lines[-1]["id"], lines[-10]["id"]), *chain(20, 2000, "c1")]
+    path = write_lines(tmp_path / "s.jsonl", lines)
+    sid = daemon.open_session(OpenSessionParams(path=str(path))).session_id
+    early = daemon.get_context(GetContextParams(session_id=sid))
+    assert early.thinking_level == "high"  # the guess
+    daemon.get_stats(SessionParams(session_id=sid))  # needs the whole file
+    (loaded,) = events.of(methods.SESSION_LOADED)
+    assert loaded["contextChanged"] is True
+    assert events.of(methods.SESSION_CHANGED) == [{"sessionId": sid, "leafId": loaded["leafId"], "reason": "loaded"}]
+    corrected = daemon.get_context(GetContextParams(session_id=sid))
+    assert corrected.thinking_level == "low" and corrected.messages == early.messages
