@@ -1,15 +1,15 @@
-"""The method table: every ``pi/*`` request, notification and hook of PROTOCOL.md, declared once.
+"""The method table: every ``pi/*`` request, notification and hook of the protocol, declared once.
 
 The name constants are what other tools rely on. :data:`METHODS` says, per
 client -> daemon request, its params and result classes, whether it takes a
 ``workDoneToken`` (progress and cancel button), which ``data.reason`` values
-of PROTOCOL.md "Errors" it may answer besides the ones every request may
-(``invalidParams``, and ``busy`` / ``tooLarge`` from the JSON-RPC layer), the
-service method that answers it and a one-line doc. The daemon registers its
-handlers from this table; ``scripts/gen_protocol.py`` generates the
-TypeScript types, the Neovim plugin's ``protocol.lua``, ``docs/protocol.md``
-and the wire fuzzer's method list from it. Adding a method is a row here, one
-service method and its tests.
+of :mod:`pi_protocol.errors` it may answer besides the ones every request may
+(``invalidParams``, and ``busy`` / ``tooLarge`` from the JSON-RPC layer) and a
+one-line doc. The daemon registers one handler per row (its ``HANDLERS``
+table binds each name to a ``Daemon`` method); ``scripts/gen_protocol.py``
+generates the TypeScript types, the Neovim plugin's ``protocol.lua``,
+``docs/protocol.md`` and the wire fuzzer's method list from it. Adding a method
+is a row here, one ``Daemon`` method with its ``HANDLERS`` line, and its tests.
 """
 
 from __future__ import annotations
@@ -115,18 +115,16 @@ HOOK_NAMES: Final = ("beforeCompact", "beforeTree", "reviewSummary")
 class MethodSpec:
     """One client -> daemon request.
 
-    ``service`` names the method of the daemon's service
-    (``pi_sessiond.service.daemon.Daemon``) that answers it: it takes the
-    ``params`` object (and, with ``progress``, a progress factory) and returns
-    the ``result`` object (``None`` when ``result`` is ``None``). ``result``
-    is a class or a union of classes (``CompactResult | Draft``): the answer
-    is an object of one of them (:func:`result_classes`).
+    The daemon's handler of a row takes the ``params`` object (and, with
+    ``progress``, a progress factory) and returns the ``result`` object
+    (``None`` when ``result`` is ``None``). ``result`` is a class or a union of
+    classes (``CompactResult | Draft``): the answer is an object of one of
+    them (:func:`result_classes`).
     """
 
     name: str
     params: type[Any]
     result: Any
-    service: str
     doc: str
     progress: bool = False
     errors: tuple[str, ...] = ()
@@ -160,67 +158,67 @@ _SUMMARIZE: Final = ("unknownSession", "locked", "nothingToCompact", "summarizer
                      "liveWriter", "notShrinking", "summaryIncomplete", "writeFailed")
 
 METHODS: Final = (
-    MethodSpec(CREATE_SESSION, CreateSessionParams, SessionInfo, "create_session",
+    MethodSpec(CREATE_SESSION, CreateSessionParams, SessionInfo,
                "A new session for `cwd`; its file is created with the first assistant message."),
-    MethodSpec(OPEN_SESSION, OpenSessionParams, SessionInfo, "open_session",
+    MethodSpec(OPEN_SESSION, OpenSessionParams, SessionInfo,
                "Open a session file by `path` (the same file twice is the same session) or by `sessionId`.",
                errors=("unknownSession", "locked", "notASession", "tooLarge")),
-    MethodSpec(CLOSE_SESSION, SessionParams, None, "close_session",
+    MethodSpec(CLOSE_SESSION, SessionParams, None,
                "Cancel the session's job, flush it and drop it from memory.", errors=_SESSION),
-    MethodSpec(LIST_SESSIONS, ListSessionsParams, ListSessionsResult, "list_sessions",
+    MethodSpec(LIST_SESSIONS, ListSessionsParams, ListSessionsResult,
                "The session files (of `cwd`, or all), newest first."),
-    MethodSpec(APPEND, AppendParams, AppendResult, "append",
+    MethodSpec(APPEND, AppendParams, AppendResult,
                "Append entries under the leaf (ids and timestamps assigned here); may start auto-compaction.",
                errors=("unknownSession", "locked", "conflict", "tooLarge", "writeFailed")),
-    MethodSpec(GET_CONTEXT, GetContextParams, ContextResult, "get_context",
+    MethodSpec(GET_CONTEXT, GetContextParams, ContextResult,
                "The LLM context of the leaf (or `leafId`), exactly as Pi's `buildSessionContext`.", errors=_READ),
-    MethodSpec(GET_TREE, GetTreeParams, TreeResult, "get_tree",
+    MethodSpec(GET_TREE, GetTreeParams, TreeResult,
                "One page of the tree's nodes, depth-first in Pi's order.", errors=_READ),
-    MethodSpec(GET_ENTRIES, GetEntriesParams, EntriesResult, "get_entries",
+    MethodSpec(GET_ENTRIES, GetEntriesParams, EntriesResult,
                "Full entries by `ids`, after `since` in file order (`\"root\"`: all), or the path `fromId` .. `toId`.",
                errors=_READ),
-    MethodSpec(SET_LABEL, SetLabelParams, IdResult, "set_label",
+    MethodSpec(SET_LABEL, SetLabelParams, IdResult,
                "Label an entry (`null` clears) with a label entry under the leaf.", errors=_WRITE),
-    MethodSpec(MASK, MaskParams, MaskResult, "mask",
+    MethodSpec(MASK, MaskParams, MaskResult,
                "Replace bulky old tool results in the context by short placeholders (`context_edit` entries; "
                "the originals stay in the file). `reason: \"threshold\"`: only when `compaction.masking.enabled` "
                "and the context is past the threshold (the Pi extension asks it with `dryRun` at Pi's turn "
                "boundary and Pi writes the edits).", errors=_EDIT),
-    MethodSpec(UNMASK, UnmaskParams, MaskResult, "unmask",
+    MethodSpec(UNMASK, UnmaskParams, MaskResult,
                "Restore masked tool results (edits carrying the original content).", errors=_EDIT),
-    MethodSpec(UNDO, UndoParams, UndoResult, "undo",
+    MethodSpec(UNDO, UndoParams, UndoResult,
                "Undo the compaction or branch summary `entryId` while it is the leaf: the leaf goes back to its "
                "parent (a `custom` entry records it, so Pi reloads the same leaf); auto-compaction waits until the "
                "context grew by 10% of the window.", errors=(*_EDIT, "conflict", "busy")),
-    MethodSpec(FORK, ForkParams, SessionInfo, "fork",
+    MethodSpec(FORK, ForkParams, SessionInfo,
                "The path to `entryId` in a new session file, opened (Pi's `/fork`).", errors=_WRITE),
-    MethodSpec(GET_STATS, SessionParams, StatsResult, "get_stats",
+    MethodSpec(GET_STATS, SessionParams, StatsResult,
                "Token and cost totals, message counts and the context size.", errors=_SESSION),
-    MethodSpec(ESTIMATE_TOKENS, EstimateTokensParams, EstimateTokensResult, "estimate_tokens",
+    MethodSpec(ESTIMATE_TOKENS, EstimateTokensParams, EstimateTokensResult,
                "Estimated tokens of a `text` (one user message) or of a leaf's context.", errors=_READ),
-    MethodSpec(COMPACT, CompactParams, CompactResult | Draft, "compact",
+    MethodSpec(COMPACT, CompactParams, CompactResult | Draft,
                "Summarize the older part of the context and append one compaction entry (by Pi, when it holds it); "
                "with `draft: true` write nothing and answer a DRAFT for `pi/commitDraft`.",
                progress=True, errors=(*_SUMMARIZE, "liveWriter")),
-    MethodSpec(COMMIT_DRAFT, CommitDraftParams, CompactResult, "commit_draft",
+    MethodSpec(COMMIT_DRAFT, CommitDraftParams, CompactResult,
                "Write a compaction DRAFT (its `summary`, or the edited one given, as given: the gate is not re-run) "
                "on the newest leaf if the range it kept still holds, else `conflict`. An unknown, expired or "
                "committed `draftId` is `invalidParams` (`data.draftState`).",
                errors=("unknownSession", "invalidParams", "conflict", "busy", "locked", "liveWriter",
                        "notShrinking", "writeFailed")),
-    MethodSpec(NAVIGATE_TREE, NavigateTreeParams, NavigateResult, "navigate_tree",
+    MethodSpec(NAVIGATE_TREE, NavigateTreeParams, NavigateResult,
                "Move the leaf to `targetId` (Pi's `/tree`), optionally summarizing the branch left.",
                progress=True, errors=("unknownSession", "unknownEntry", "locked", "summarizerFailed", "conflict",
                                       "busy", "liveWriter", "writeFailed")),
-    MethodSpec(REPORT_OVERFLOW, ReportOverflowParams, CompactResult, "report_overflow",
+    MethodSpec(REPORT_OVERFLOW, ReportOverflowParams, CompactResult,
                "The client's provider rejected the context as too long: compact with reason `overflow`.",
                progress=True, errors=_SUMMARIZE),
-    MethodSpec(GET_SETTINGS, GetSettingsParams, SettingsResult, "get_settings",
+    MethodSpec(GET_SETTINGS, GetSettingsParams, SettingsResult,
                "The merged settings (of a session, or the daemon's) and each key's source.", errors=_SESSION),
-    MethodSpec(UPDATE_SETTINGS, UpdateSettingsParams, SettingsResult, "update_settings",
+    MethodSpec(UPDATE_SETTINGS, UpdateSettingsParams, SettingsResult,
                "Merge settings into the session layer (or the initialize layer without a session).",
                errors=_SESSION),
-    MethodSpec(SUMMARIZE, SummarizeParams, Draft, "summarize",
+    MethodSpec(SUMMARIZE, SummarizeParams, Draft,
                "A DRAFT summary of `preparation` (else of the leaf) or of `entriesToSummarize`; never writes.",
                progress=True, errors=("unknownSession", "nothingToCompact", "summarizerFailed", "busy")),
 )

@@ -21,14 +21,14 @@ model="claude-sonnet-4-5", api_key_env="ANTHROPIC_API_KEY"))``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
 from pi_sessiond.compaction.serialize import serialize_conversation
 from pi_sessiond.compaction.tokens import CompactionSettings
 from pi_sessiond.errors import Conflict, NothingToCompact, PiError
-from pi_sessiond.pipeline.compaction import CompactResult, compact
-from pi_sessiond.pipeline.navigation import BranchSummary, NavigateResult, generate_branch_summary, navigate_tree
+from pi_sessiond.pipeline.compaction import CompactionDone, compact
+from pi_sessiond.pipeline.navigation import BranchSummary, Navigated, generate_branch_summary, navigate_tree
 from pi_sessiond.pipeline.requests import history_job, serialize_messages
 from pi_sessiond.pipeline.summaries import RunOptions, SummaryText, run_job
 from pi_sessiond.store.session import Session
@@ -38,16 +38,14 @@ from pi_sessiond.summarizers.errors import ContextLengthError, SummarizerError
 from pi_sessiond.summarizers.factory import make_summarizer
 from pi_sessiond.summarizers.offline import OfflineSummarizer
 
-JsonDict = dict[str, Any]
-
 __all__ = [
     "BranchSummary",
-    "CompactResult",
+    "CompactionDone",
     "CompactionPreparation",
     "CompactionSettings",
     "Conflict",
     "ContextLengthError",
-    "NavigateResult",
+    "Navigated",
     "NothingToCompact",
     "OfflineSummarizer",
     "PiError",

@@ -11,8 +11,9 @@ hook client and a progress factory) in its
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from pi_sessiond.rpc import debug
 from pi_sessiond.rpc.deferred import DaemonLifecycle, DaemonSlot
@@ -41,6 +42,13 @@ def default_daemon_factory(sessions_dir: str | None, network_client: bool = Fals
     return create
 
 
+def _handlers() -> Mapping[str, Callable[..., Any]]:
+    """``service.daemon.HANDLERS``, imported by the first request (the services stay out of the start-up)."""
+    from pi_sessiond.service.daemon import HANDLERS
+
+    return HANDLERS
+
+
 def make_server(
     *,
     daemon_factory: DaemonFactory | None = None,
@@ -66,7 +74,7 @@ def make_server(
     server.daemon = slot
     if not defer_daemon:
         slot.get()
-    register_table(server, slot.get)
+    register_table(server, slot.get, _handlers)
     if debug_methods if debug_methods is not None else os.environ.get(DEBUG_METHODS_ENV) == "1":
         debug.register(server)
     return server

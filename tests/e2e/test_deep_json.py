@@ -17,7 +17,7 @@ from tests.e2e.daemon_client import TIMEOUT, serve_command
 from tests.unit.store.test_deep_json import deep_session, depth_of, nested
 
 from pi_sessiond.cli.rpcclient import RpcClient
-from pi_sessiond.store.jsontext import MAX_DEPTH
+from pi_sessiond.jsonio.jsontext import MAX_DEPTH
 
 
 def run_daemon(calls: list[tuple[str, dict[str, Any]]], path: Path) -> list[Any]:
@@ -79,7 +79,7 @@ def test_every_method_works_on_deep_entries(tmp_path: Path, depth: int) -> None:
 
 
 def _with_details(entry: dict[str, Any], text: str) -> dict[str, Any]:
-    from pi_sessiond.store.jsontext import loads
+    from pi_sessiond.jsonio.jsontext import loads
 
     return {**entry, "message": {**entry["message"], "details": loads(text)}}
 

@@ -27,7 +27,7 @@ from pytest_lsp.client import register_lsp_features
 from tests.e2e.test_transport import DEBUG_ENV, serve_command
 
 from pi_sessiond.rpc.converter import raw_converter
-from pi_sessiond.wireauth import read_secret
+from pi_sessiond.wire.auth import read_secret
 
 # Built at import, before tests/conftest.py's autouse fixture runs: give these daemons an
 # empty agent dir of their own so a developer's ~/.pi/agent never leaks in.

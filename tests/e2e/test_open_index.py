@@ -20,7 +20,7 @@ import pytest
 from tests.e2e.stdio_daemon import Daemon, daemon
 
 from pi_sessiond.examples.generator import generate, write
-from pi_sessiond.store.jsontext import dumps
+from pi_sessiond.jsonio.jsontext import dumps
 
 ENTRIES = 30_000
 DEADLINE = 120.0

@@ -7,7 +7,7 @@ import sys
 import pytest
 from tests.e2e.stdio_daemon import daemon
 
-from pi_sessiond.stdio import PIPE_BYTES
+from pi_sessiond.wire.stdio import PIPE_BYTES
 
 fcntl = pytest.importorskip("fcntl")
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ is Linux's")

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from pi_sessiond.wireauth import read_secret, secret_path
+from pi_sessiond.wire.auth import read_secret, secret_path
 
 TIMEOUT = 60.0
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pi_sessiond.store.jsontext import dumps, loads
+from pi_sessiond.jsonio.jsontext import dumps, loads
 
 PARITY_DIR = Path(__file__).resolve().parent
 PI073 = "0.73.1"

@@ -21,7 +21,7 @@ from tests.parity.oracle import OracleError, PiOracle
 from tests.unit.store.test_deep_json import deep_session, depth_of
 
 from pi_sessiond.compaction.tokens import estimate_tokens
-from pi_sessiond.store.jsontext import dumps
+from pi_sessiond.jsonio.jsontext import dumps
 from pi_sessiond.store.session import Session
 
 PI_DIST = Path(__file__).parent / "node_modules" / "@earendil-works" / "pi-coding-agent" / "dist" / "core"

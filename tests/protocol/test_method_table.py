@@ -10,7 +10,7 @@ import pytest
 
 from pi_protocol import errors, methods
 from pi_sessiond.app import make_server
-from pi_sessiond.service.daemon import Daemon
+from pi_sessiond.service.daemon import HANDLERS
 
 
 def _registered(debug: bool) -> set[str]:
@@ -22,6 +22,7 @@ def test_the_table_is_exactly_the_registered_pi_methods() -> None:
     registered = {name for name in _registered(debug=False) if name.startswith("pi/")}
     assert registered == {spec.name for spec in methods.METHODS}
     assert len(methods.METHODS) == len(methods.METHODS_BY_NAME)  # no name twice
+    assert set(HANDLERS) == set(methods.METHODS_BY_NAME)  # a handler for each row, none outside the table
 
 
 def test_debug_methods_stay_outside_the_table() -> None:
@@ -30,8 +31,8 @@ def test_debug_methods_stay_outside_the_table() -> None:
 
 
 @pytest.mark.parametrize("spec", methods.METHODS, ids=lambda s: s.name)
-def test_each_row_names_a_daemon_method_with_its_params_and_result(spec: methods.MethodSpec) -> None:
-    service = getattr(Daemon, spec.service)
+def test_each_row_has_a_daemon_method_with_its_params_and_result(spec: methods.MethodSpec) -> None:
+    service = HANDLERS[spec.name]
     hints = typing.get_type_hints(service)
     parameters = list(inspect.signature(service).parameters)[1:]  # without self
     assert hints[parameters[0]] is spec.params

@@ -179,7 +179,7 @@ def test_store_lists_file_errors_logs_them_once_and_daemon_reports_them(
     with caplog.at_level(logging.WARNING):
         for _ in range(3):
             got = daemon.get_settings(GetSettingsParams())
-        daemon.core.settings.update({"tokenizer": "cl100k"})  # a change re-resolves the layers
+        daemon.settings.update({"tokenizer": "cl100k"})  # a change re-resolves the layers
         daemon.get_settings(GetSettingsParams())
     assert got.settings["daemon"]["fsync"] == "always" and got.settings["daemon"]["maxConcurrentSummaries"] == 2
     assert got.errors is not None and [(e.file, e.key) for e in got.errors] == [(str(path), "daemon.fsync")]

@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from pi_sessiond.stdio import PIPE_BYTES, widen_pipe
+from pi_sessiond.wire.stdio import PIPE_BYTES, widen_pipe
 
 fcntl = pytest.importorskip("fcntl")
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ is Linux's")

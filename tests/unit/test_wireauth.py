@@ -1,4 +1,4 @@
-"""The pieces of :mod:`pi_sessiond.wireauth` the e2e attacks cannot reach: loopback names, the peer's uid."""
+"""The pieces of :mod:`pi_sessiond.wire.auth` the e2e attacks cannot reach: loopback names, the peer's uid."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pi_sessiond.wireauth import Gate, is_loopback, peer_uid
+from pi_sessiond.wire.auth import ConnectionGuard, is_loopback, peer_uid
 
 
 def reply(msg_id: object, reason: str, message: str) -> bytes:
@@ -28,11 +28,11 @@ def test_the_peer_uid_of_a_unix_socket_is_read_and_checked() -> None:
     a, b = socket.socketpair(socket.AF_UNIX)
     with a, b:
         assert peer_uid(a) == os.getuid()
-        assert Gate(None, 1, 1.0, reply, same_user_only=True).peer_ok(a)
+        assert ConnectionGuard(None, 1, 1.0, reply, same_user_only=True).peer_ok(a)
 
 
 def test_the_first_message_gives_the_secret_up_or_is_refused() -> None:
-    gate = Gate("s" * 43, 2, 1.0, reply)
+    gate = ConnectionGuard("s" * 43, 2, 1.0, reply)
     body, refusal = gate.check_first(b'{"id": 4, "method": "initialize", "params": {"initializationOptions": '
                                      b'{"secret": "' + b"s" * 43 + b'", "sessionsDir": "/x"}}}')
     assert refusal is None and body is not None and b"secret" not in body and b"sessionsDir" in body

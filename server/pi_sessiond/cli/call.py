@@ -55,11 +55,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _connect(target: str) -> tuple[RpcClient, socket.socket, str | None]:
     """A client of the daemon at ``target`` (``H:P`` or ``unix:[PATH]``) and the secret to send (TCP)."""
-    from pi_sessiond import wireauth
+    from pi_sessiond.wire import auth
 
     try:
         if target.startswith("unix:"):
-            path = target.removeprefix("unix:") or str(wireauth.default_socket_path())
+            path = target.removeprefix("unix:") or str(auth.default_socket_path())
             client, sock = RpcClient.connect_unix(path)
             return client, sock, None
         host, _, port = target.rpartition(":")
@@ -68,7 +68,7 @@ def _connect(target: str) -> tuple[RpcClient, socket.socket, str | None]:
         client, sock = RpcClient.connect(host.strip("[]") or "127.0.0.1", int(port))
     except OSError as exc:
         raise CliError(f"cannot connect to {target}: {exc.strerror or exc}") from None
-    return client, sock, os.environ.get(wireauth.SECRET_ENV) or wireauth.read_secret(int(port))
+    return client, sock, os.environ.get(auth.SECRET_ENV) or auth.read_secret(int(port))
 
 
 def _params(text: str) -> dict[str, Any]:

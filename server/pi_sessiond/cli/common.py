@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import orjson
 
 from pi_sessiond.examples import example_path
-from pi_sessiond.store.deepjson import deep_dumps
+from pi_sessiond.jsonio.deepjson import deep_dumps
 
 EXAMPLE_KEEP_RECENT = 6000  # the example's context is ~21k tokens: Pi's 20k default would keep it all
 

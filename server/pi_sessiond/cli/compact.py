@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
 
 from pi_protocol import CompactionPreview, CompactResult, unstructure
+from pi_protocol.base import JsonDict
 from pi_protocol.params import CompactParams
 from pi_protocol.settings import CompactionSettings
 from pi_sessiond.cli.common import (
@@ -35,7 +35,6 @@ from pi_sessiond.cli.runtime import add_summarizer_arguments, flag_settings
 
 NAME = "compact"
 HELP = "compact the leaf's path (--dry-run: show what would be summarized, write nothing)"
-JsonDict = dict[str, Any]
 
 
 def _count(text: str) -> int:

@@ -14,8 +14,8 @@ from typing import IO, Any
 
 import orjson
 
-from pi_sessiond.store.deepjson import deep_dumps
-from pi_sessiond.store.jsontext import loads
+from pi_sessiond.jsonio.deepjson import deep_dumps
+from pi_sessiond.jsonio.jsontext import loads
 
 
 class RpcError(Exception):

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, get_args
+from typing import get_args
 
+from pi_protocol.base import JsonDict
 from pi_protocol.settings import Provider
-
-JsonDict = dict[str, Any]
 
 
 def add_summarizer_arguments(parser: argparse.ArgumentParser) -> None:

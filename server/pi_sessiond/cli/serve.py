@@ -7,7 +7,7 @@ its own server and Daemon, until interrupted; the listening address is printed
 to stderr as ``pi-sessiond: listening on tcp://HOST:PORT`` (port 0 picks a
 free one; a WebSocket URL carries the secret as ``?token=``).
 
-Safety (:mod:`pi_sessiond.wireauth`): TCP and WebSocket need the daemon's
+Safety (:mod:`pi_sessiond.wire.auth`): TCP and WebSocket need the daemon's
 secret (``PI_SESSIOND_SECRET`` from the launching client, else generated),
 kept in ``<runtime dir>/port-<port>.secret`` (0600) while the listener runs;
 only loopback addresses unless ``--allow-remote``; a WebSocket handshake with an
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pi_sessiond import wireauth
+    from pi_sessiond.wire import auth
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -84,24 +84,24 @@ def setup_logging(log_file: str | None, level_name: str) -> None:
 
 
 def _announce(kind: str, secret: str | None, files: contextlib.ExitStack) -> Any:
-    from pi_sessiond import wireauth
+    from pi_sessiond.wire import auth
 
     def ready(host: str, port: int) -> None:
         where = f"{kind}://{host}:{port}"
         if secret is not None:
-            path = files.enter_context(wireauth.published_secret(port, secret))
+            path = files.enter_context(auth.published_secret(port, secret))
             where += f"/?token={secret}" if kind == "ws" else f" (secret in {path})"
         print(f"pi-sessiond: listening on {where}", file=sys.stderr, flush=True)
 
     return ready
 
 
-def _gate(secret: str | None, *, same_user_only: bool = False) -> wireauth.Gate:
-    from pi_sessiond import wireauth
+def _gate(secret: str | None, *, same_user_only: bool = False) -> auth.ConnectionGuard:
     from pi_sessiond.settings import load_settings
+    from pi_sessiond.wire import auth
 
     daemon = load_settings().settings.daemon
-    return wireauth.Gate(secret, daemon.max_connections, daemon.idle_connection_seconds, _error_reply,
+    return auth.ConnectionGuard(secret, daemon.max_connections, daemon.idle_connection_seconds, _error_reply,
                          same_user_only=same_user_only)
 
 
@@ -123,8 +123,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"pi-sessiond serve: --log-file {exc.filename or args.log_file}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    from pi_sessiond import stdio, wireauth
     from pi_sessiond.app import make_server
+    from pi_sessiond.wire import auth, stdio
 
     tcp, ws, unix = getattr(args, "tcp", None), getattr(args, "ws", None), getattr(args, "unix", None)
     if tcp is None and ws is None and unix is None:
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
             asyncio.run(_listen(args, files))
     except KeyboardInterrupt:
         return 0
-    except (OSError, wireauth.WireSetupError) as exc:
+    except (OSError, auth.WireSetupError) as exc:
         print(f"pi-sessiond serve: {exc}", file=sys.stderr)
         return 1
     return 0
@@ -163,33 +163,33 @@ def _on_sigterm(*_: object) -> None:
 
 
 def _refusal(address: tuple[str, int] | None, allow_remote: bool) -> str | None:
-    from pi_sessiond import wireauth
+    from pi_sessiond.wire import auth
 
-    if address is None or allow_remote or wireauth.is_loopback(address[0]):
+    if address is None or allow_remote or auth.is_loopback(address[0]):
         return None
     return (f"refusing to listen on {address[0]}: it is not a loopback address. Pass --allow-remote to accept "
             "clients from other machines (they still need the daemon's secret; nothing is encrypted)")
 
 
 async def _listen(args: argparse.Namespace, files: contextlib.ExitStack) -> None:
-    from pi_sessiond import listeners, wireauth
     from pi_sessiond.app import make_server
+    from pi_sessiond.wire import auth, listeners
 
     network = functools.partial(make_server, network_client=True)
     if args.unix is not None:
-        path = wireauth.prepare_socket_path(Path(args.unix) if args.unix else wireauth.default_socket_path())
+        path = auth.prepare_socket_path(Path(args.unix) if args.unix else auth.default_socket_path())
         ready = functools.partial(print, "pi-sessiond: listening on unix:", sep="", file=sys.stderr, flush=True)
         await listeners.serve_unix(str(path), make_server, ready, _gate(None, same_user_only=True))
         return
-    secret = wireauth.new_secret()
+    secret = auth.new_secret()
     if args.tcp is not None:
         host, port = args.tcp
         await listeners.serve_tcp(host, port, network, _announce("tcp", secret, files), _gate(secret))
         return
     if importlib.util.find_spec("websockets") is None:
-        raise wireauth.WireSetupError("--ws needs the 'websockets' package (pip install 'pygls[ws]')")
+        raise auth.WireSetupError("--ws needs the 'websockets' package (pip install 'pygls[ws]')")
     from pi_sessiond.settings import load_settings
-    from pi_sessiond.websocket import serve_ws
+    from pi_sessiond.wire.websocket import serve_ws
 
     cap = load_settings().settings.daemon.max_message_bytes
     host, port = args.ws

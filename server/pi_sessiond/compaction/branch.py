@@ -27,17 +27,16 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.compaction.convert import entry_message
 from pi_sessiond.compaction.fileops import FileOperations, FileOpsCollector
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.projection import latest_edits, project_entry
 
-JsonDict = dict[str, Any]
 GetEntry = Callable[[str], Entry | None]
 
 SUMMARY_ENTRY_SHARE = 0.9

@@ -21,11 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.compaction.text import UNDEFINED, js_template, js_truthy
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.kinds import compaction_message, entry_messages, js_time
-
-JsonDict = dict[str, Any]
 
 COMPACTION_SUMMARY_PREFIX = (
     "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"

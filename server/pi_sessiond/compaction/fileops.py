@@ -25,9 +25,8 @@ from typing import Any
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.compaction.text import js_sorted, js_truthy
-
-JsonDict = dict[str, Any]
 
 
 @attrs.frozen

@@ -30,10 +30,10 @@ from typing import Any
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.projection import Projection
 
-JsonDict = dict[str, Any]
 MARKER = "[masked tool output"
 HEAD_LINES = 4
 TAIL_LINES = 4

@@ -30,18 +30,16 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.compaction.cutpoint import find_projected_cut_point
 from pi_sessiond.compaction.fileops import FileLists, FileOperations, compute_file_lists
 from pi_sessiond.compaction.prepindex import PreparationIndex, index_of
 from pi_sessiond.compaction.tokens import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.projection import ProjectedEntry, Projection, project_path
-
-JsonDict = dict[str, Any]
 
 
 @attrs.frozen

@@ -38,8 +38,8 @@ import bisect
 import threading
 from array import array
 from collections.abc import Iterable, Sequence
-from typing import Any
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.compaction.cutpoint import budget_stop
 from pi_sessiond.compaction.fileops import FileOperations, FileOpsCollector, file_op_paths
 from pi_sessiond.compaction.tokens import (
@@ -52,7 +52,6 @@ from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.projection import ProjectedEntry, Projection
 from pi_sessiond.store.system import current_system_message
 
-JsonDict = dict[str, Any]
 MEMO_KEY = "compaction.preparation"
 
 

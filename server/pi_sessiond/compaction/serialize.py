@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.compaction.text import (
     UNDEFINED,
     js_object_items,
@@ -37,8 +38,6 @@ from pi_sessiond.compaction.text import (
     utf16_prefix,
     utf16_units,
 )
-
-JsonDict = dict[str, Any]
 
 TOOL_RESULT_MAX_CHARS = 2000
 

@@ -29,14 +29,13 @@ from typing import Any
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_protocol.settings import CompactionSettings as CompactionSettings
 from pi_sessiond.compaction.text import js_stringify, js_truthy, utf16_len
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.kinds import TokenRule, role_kind
 from pi_sessiond.store.projection import Projection
 from pi_sessiond.store.system import current_system_message
-
-JsonDict = dict[str, Any]
 
 IMAGE_CHARS = 4800
 _USAGE_PARTS = ("input", "output", "cacheRead", "cacheWrite")

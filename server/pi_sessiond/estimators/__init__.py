@@ -15,17 +15,17 @@ warning on the ``pi_sessiond.estimators`` logger).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, get_args
+from typing import Protocol, get_args
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_protocol.settings import Tokenizer
 from pi_sessiond.compaction.tokens import ContextTokenEstimate, estimate_context_tokens, estimate_tokens
 from pi_sessiond.estimators import cl100k
 from pi_sessiond.estimators.calibrated import Calibration, fit
 from pi_sessiond.estimators.calibrated import estimate_context_tokens as calibrated_context_tokens
 
-JsonDict = dict[str, Any]
 ESTIMATOR_NAMES: tuple[str, ...] = get_args(Tokenizer)
 
 

@@ -34,10 +34,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.compaction.tokens import (
     ContextTokenEstimate,
     assistant_usage,
@@ -47,7 +47,6 @@ from pi_sessiond.compaction.tokens import (
 from pi_sessiond.store.kinds import entry_messages
 from pi_sessiond.store.session import Session
 
-JsonDict = dict[str, Any]
 # ``None`` in a message stream marks a compaction boundary.
 Stream = Sequence[JsonDict | None]
 

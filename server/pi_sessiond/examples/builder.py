@@ -26,9 +26,9 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.examples import content as C
 
-Json = dict[str, Any]
 _BASE_MS = 1_762_161_164_318  # 2025-11-03T09:12:44.318Z
 _SYSTEM_TOKENS = 2_480
 _B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -68,7 +68,7 @@ def _num(value: float) -> float | int:
     return int(value) if float(value).is_integer() else value
 
 
-def _block_chars(block: Json) -> int:
+def _block_chars(block: JsonDict) -> int:
     kind = block["type"]
     if kind == "toolCall":
         return len(block["name"]) + len(orjson.dumps(block["arguments"]))
@@ -89,9 +89,9 @@ class Builder:
         self.min_steps = 1  # tool-using steps per turn: min_steps..6
         self.retry: int | None = None  # task the user retries after navigating back
         self.compacted_at = 0  # line index of the last compaction (0 = none yet)
-        self.out: list[Json] = []
+        self.out: list[JsonDict] = []
 
-    def drain(self) -> Iterator[Json]:
+    def drain(self) -> Iterator[JsonDict]:
         """Hand over the entries built so far (keeps memory flat when streaming)."""
         out, self.out = self.out, []
         return iter(out)
@@ -101,10 +101,10 @@ class Builder:
         """Context size (chars) at the leaf."""
         return self.path[-1].ctx if self.path else 0
 
-    def header(self, **extra: str) -> Json:
+    def header(self, **extra: str) -> JsonDict:
         """The session line (v1: legacy fields instead of ``version``)."""
         sid = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
-        head: Json = {"type": "session", "version": self.version, "id": sid,
+        head: JsonDict = {"type": "session", "version": self.version, "id": sid,
                       "timestamp": _iso(self.clock), "cwd": self.cwd, **extra}
         if self.version == 1:
             del head["version"]
@@ -125,10 +125,10 @@ class Builder:
         self.clock += self.rng.randint(lo, hi)
         return self.clock
 
-    def add(self, type_: str, fields: Json, *, lead: Json | None = None,
+    def add(self, type_: str, fields: JsonDict, *, lead: JsonDict | None = None,
             gap: tuple[int, int] = (200, 3000), kind: str = "", chars: int = 0,
             ctx: int | None = None, ops: tuple[tuple[str, str], ...] = (), task: int = -1,
-            ms: int | None = None, extra: Json | None = None) -> Json:
+            ms: int | None = None, extra: JsonDict | None = None) -> JsonDict:
         """Append one entry as a child of the leaf; it becomes the leaf."""
         stamp = _iso(self.tick(*gap) if ms is None else ms)
         self.count += 1
@@ -145,8 +145,8 @@ class Builder:
         self.out.append(entry)
         return entry
 
-    def message(self, role: str, fields: Json, *, tail: Json | None = None, start: bool = False,
-                gap: tuple[int, int] = (5, 400), **kw: Any) -> Json:
+    def message(self, role: str, fields: JsonDict, *, tail: JsonDict | None = None, start: bool = False,
+                gap: tuple[int, int] = (5, 400), **kw: Any) -> JsonDict:
         """A ``message`` entry; ``start`` stamps the message when the request began."""
         prev, ms = self.clock, self.tick(*gap)
         lag = self.rng.randint(1, 9) if start else ms - prev - self.rng.randint(0, 25)
@@ -154,14 +154,14 @@ class Builder:
         msg = {"role": role, **fields, "timestamp": msg_ms, **(tail or {})}
         return self.add("message", {"message": msg}, kind=role, ms=ms, **kw)
 
-    def user(self, content: str | list[Json], task: int = -1, **kw: Any) -> Json:
+    def user(self, content: str | list[JsonDict], task: int = -1, **kw: Any) -> JsonDict:
         """A user message (string or block content), after some thinking time."""
         chars = len(content) if isinstance(content, str) else sum(map(_block_chars, content))
         kw.setdefault("gap", (15_000, 240_000))
         return self.message("user", {"content": content}, chars=chars, task=task, **kw)
 
-    def assistant(self, blocks: list[Json], stop: str, *, error: str | None = None,
-                  zero: bool = False, **kw: Any) -> Json:
+    def assistant(self, blocks: list[JsonDict], stop: str, *, error: str | None = None,
+                  zero: bool = False, **kw: Any) -> JsonDict:
         """An assistant message with usage (all zero when ``zero``) and its file ops."""
         chars = sum(map(_block_chars, blocks))
         usage = self.usage(0, 0) if zero else self.usage(chars, self.rng.random())
@@ -175,7 +175,7 @@ class Builder:
         kw.setdefault("gap", (1500, 9000 + chars * 4))
         return self.message("assistant", fields, tail=tail, start=True, chars=chars, ops=ops, **kw)
 
-    def usage(self, out_chars: int, luck: float) -> Json:
+    def usage(self, out_chars: int, luck: float) -> JsonDict:
         """Usage of a call whose prompt is the whole current context (chars / 3.5)."""
         if out_chars == 0:
             counts = [0, 0, 0, 0]
@@ -196,23 +196,23 @@ class Builder:
                 "cost": {**{k: _num(c) for k, c in zip(names, cost, strict=True)},
                          "total": _num(cost[0] + cost[1] + cost[2] + cost[3])}}
 
-    def tool_result(self, call: Json, text: str, is_error: bool = False,
-                    details: Json | None = None, blocks: Sequence[Json] = ()) -> Json:
+    def tool_result(self, call: JsonDict, text: str, is_error: bool = False,
+                    details: JsonDict | None = None, blocks: Sequence[JsonDict] = ()) -> JsonDict:
         """The ``toolResult`` for ``call``: a text block plus any extra (image) blocks."""
-        fields: Json = {"toolCallId": call["id"], "toolName": call["name"],
+        fields: JsonDict = {"toolCallId": call["id"], "toolName": call["name"],
                         "content": [{"type": "text", "text": text}, *blocks]}
         if details is not None:
             fields["details"] = details
         fields["isError"] = is_error
         return self.message("toolResult", fields, chars=len(text) + 4800 * len(blocks))
 
-    def call(self, name: str, args: Json | None) -> Json:
+    def call(self, name: str, args: JsonDict | None) -> JsonDict:
         """A ``toolCall`` block with a provider-style id."""
         prefix, size = ("toolu_01", 22) if self.model.provider == "anthropic" else ("call_", 24)
         tid = prefix + "".join(self.rng.choices(_B62, k=size))
         return {"type": "toolCall", "id": tid, "name": name, "arguments": args}
 
-    def thinking_block(self, text: str, signed: bool = True) -> Json:
+    def thinking_block(self, text: str, signed: bool = True) -> JsonDict:
         """A thinking block; unsigned ones (aborted streams) carry an empty signature."""
         sig = base64.b64encode(self.rng.randbytes(self.rng.randint(160, 420))).decode()
         return {"type": "thinking", "thinking": text, "thinkingSignature": sig if signed else ""}
@@ -235,7 +235,7 @@ class Builder:
                 break
             picks = [C.pick_call(rng, task, (k, step, steps), self.cwd) for k in range(n)]
             calls = [self.call(name, args) for name, args, _ in picks]
-            blocks: list[Json] = []
+            blocks: list[JsonDict] = []
             if step == 0 and self.thinking != "off" and rng.random() < 0.6:
                 blocks.append(self.thinking_block(C.fill(rng.choice(C.THOUGHTS), task, rng)))
             if rng.random() < 0.4:
@@ -273,9 +273,9 @@ class Builder:
         summary = C.compaction_summary([C.TASKS[t] for t in tasks], current, files)
         before = _SYSTEM_TOKENS + int(self.ctx / 3.5)
         kept_ctx = self.ctx - (self.path[keep - 1].ctx if keep else 0)
-        first: Json = ({"firstKeptEntryIndex": self.path[keep].index} if self.version == 1
+        first: JsonDict = ({"firstKeptEntryIndex": self.path[keep].index} if self.version == 1
                        else {"firstKeptEntryId": self.path[keep].id})
-        fields: Json = {"summary": summary, **first, "tokensBefore": before}
+        fields: JsonDict = {"summary": summary, **first, "tokensBefore": before}
         if self.version != 1:
             fields |= {"details": {"readFiles": files[0], "modifiedFiles": files[1]},
                        "fromHook": False}
@@ -288,7 +288,7 @@ class Builder:
         self.cache = min(self.cache, _SYSTEM_TOKENS + int(self.ctx / 3.5))
         return gone
 
-    def branch_summary(self, from_id: str, gone: Sequence[Node]) -> Json:
+    def branch_summary(self, from_id: str, gone: Sequence[Node]) -> JsonDict:
         """A ``branch_summary`` of the abandoned ``gone`` entries (``fromId`` = old leaf)."""
         files = self.file_lists(gone)
         task = C.TASKS[next((n.task for n in gone if n.task >= 0), 0)]
@@ -313,15 +313,15 @@ class Builder:
         if label:
             self.label(self.path[-1].id, self.rng.choice(C.LABELS))
 
-    def label(self, target: str, text: str | None, **kw: Any) -> Json:
+    def label(self, target: str, text: str | None, **kw: Any) -> JsonDict:
         """Set (``text``), or clear (``None`` omits the field, like Pi's ``undefined``)."""
         fields = {"targetId": target} if text is None else {"targetId": target, "label": text}
         return self.add("label", fields, gap=(2_000, 20_000), **kw)
 
     def bash(self, command: str, output: str, exit_code: int | None, *, cancelled: bool = False,
-             truncated: bool = False, full: str | None = None, exclude: bool = False) -> Json:
+             truncated: bool = False, full: str | None = None, exclude: bool = False) -> JsonDict:
         """A user ``!command`` (``!!`` when ``exclude``) stored as a ``bashExecution``."""
-        fields: Json = {"command": command, "output": output}
+        fields: JsonDict = {"command": command, "output": output}
         if exit_code is not None:
             fields["exitCode"] = exit_code
         fields |= {"cancelled": cancelled, "truncated": truncated}
@@ -331,7 +331,7 @@ class Builder:
         return self.message("bashExecution", fields, tail=tail, gap=(5_000, 60_000),
                             chars=len(command) + len(output))
 
-    def hook_message(self) -> Json:
+    def hook_message(self) -> JsonDict:
         """The v2 role that the v2 -> v3 migration renames to ``custom``."""
         fields = {"customType": "git-status", "content": "On branch main\n2 files changed",
                   "display": True, "details": {"ahead": 1}}

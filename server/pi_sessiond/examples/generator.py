@@ -37,16 +37,17 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.examples import content as C
 from pi_sessiond.examples import pi16
-from pi_sessiond.examples.builder import GPT, SONNET, Builder, Json
-from pi_sessiond.store import jsontext
+from pi_sessiond.examples.builder import GPT, SONNET, Builder
+from pi_sessiond.jsonio import jsontext
 
 SHAPES = ("linear", "long", "branchy", "kitchen-sink", "example", "pi16")
-EXAMPLE_ARGS: Json = {"shape": "example", "seed": 7, "entries": 200}
+EXAMPLE_ARGS: JsonDict = {"shape": "example", "seed": 7, "entries": 200}
 
 
-def _chain(b: Builder, entries: int, after_turn: Callable[[int], None]) -> Iterator[Json]:
+def _chain(b: Builder, entries: int, after_turn: Callable[[int], None]) -> Iterator[JsonDict]:
     """Coding turns until ``entries`` entries; ``after_turn(n)`` adds the shape's extras."""
     rng, task_no, turn = b.rng, b.rng.randrange(len(C.TASKS)), 0
     yield from b.drain()
@@ -209,7 +210,7 @@ def _kitchen_sink(b: Builder) -> None:
 
 def iter_lines(*, seed: int = 0, entries: int = 200, shape: str = "linear",
                compaction_every: int | None = None, version: int = 3,
-               cwd: str = "/home/dev/projects/acme-api") -> Iterator[Json]:
+               cwd: str = "/home/dev/projects/acme-api") -> Iterator[JsonDict]:
     """Yield the header then the entries of one session, a turn at a time.
 
     Raises ``ValueError`` at once (before anything is generated) for an unknown shape
@@ -225,7 +226,7 @@ def iter_lines(*, seed: int = 0, entries: int = 200, shape: str = "linear",
 
 
 def _lines(seed: int, entries: int, shape: str, compaction_every: int | None, version: int,
-           cwd: str) -> Iterator[Json]:
+           cwd: str) -> Iterator[JsonDict]:
     b = Builder(seed, version, cwd, max_result=1_800 if shape == "example" else 20_000)
     b.min_steps = 3 if shape == "example" else 1
     if shape == "kitchen-sink":
@@ -253,7 +254,7 @@ def _lines(seed: int, entries: int, shape: str, compaction_every: int | None, ve
 
 def generate(*, seed: int = 0, entries: int = 200, shape: str = "linear",
              compaction_every: int | None = None, version: int = 3,
-             cwd: str = "/home/dev/projects/acme-api") -> list[Json]:
+             cwd: str = "/home/dev/projects/acme-api") -> list[JsonDict]:
     """The whole session as a list of JSON objects, header first."""
     return list(iter_lines(seed=seed, entries=entries, shape=shape,
                            compaction_every=compaction_every, version=version, cwd=cwd))
@@ -263,12 +264,12 @@ def generate(*, seed: int = 0, entries: int = 200, shape: str = "linear",
 # only cost the slow path.
 
 
-def dumps(line: Json) -> bytes:
+def dumps(line: JsonDict) -> bytes:
     """One JSONL line as Pi writes it: ``JSON.stringify(entry) + "\\n"``."""
     return jsontext.dumps(line) + b"\n"
 
 
-def write(path: str | Path, lines: Sequence[Json]) -> None:
+def write(path: str | Path, lines: Sequence[JsonDict]) -> None:
     """Write ``lines`` as a session file, one compact JSON object per line."""
     with open(path, "wb") as fh:
         fh.writelines(map(dumps, lines))

@@ -22,10 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from pi_sessiond.examples.builder import Builder, Json
+from pi_protocol.base import JsonDict
+from pi_sessiond.examples.builder import Builder
 from pi_sessiond.store.system import current_system_message
 
-_TOOLS: dict[str, Json] = {
+_TOOLS: dict[str, JsonDict] = {
     name: {"name": name, "description": text, "parameters": {"type": "object", "properties": {
         "path" if name != "bash" else "command": {"type": "string"}}}}
     for name, text in (("read", "Read a file from the workspace"), ("bash", "Run a shell command"),
@@ -35,7 +36,7 @@ _TOOLS: dict[str, Json] = {
 _SECTIONS = {"identity": "You are a careful coding agent working in a TypeScript API repository.",
              "tools": "Prefer read and edit over bash for files; run the tests after each change.",
              "style": "Answer briefly; show diffs, not whole files."}
-_PATCHES: tuple[Json, ...] = (
+_PATCHES: tuple[JsonDict, ...] = (
     {"sections": {"cwd": "Working directory: /home/dev/projects/acme-api"}},
     {"toolsAdded": [_TOOLS["grep"]]},
     {"sections": {"style": "Answer in short paragraphs; quote the failing line of any error."}},
@@ -48,11 +49,11 @@ class Pi16State:
     """What the shape tracks besides the builder: the projection's system messages, turns done."""
 
     def __init__(self) -> None:
-        self.system: list[Json] = []
+        self.system: list[JsonDict] = []
         self.patches = 0
 
 
-def _system(b: Builder, state: Pi16State, fields: Json) -> None:
+def _system(b: Builder, state: Pi16State, fields: JsonDict) -> None:
     entry = b.message("system", {"content": fields.pop("content", ""), **fields}, gap=(2, 40))
     state.system.append(entry["message"])
 

@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import attrs
 
 from pi_protocol import CompactionEntry, CompactionPreview, FileDetails, Usage, structure, unstructure
+from pi_protocol.base import JsonDict
 from pi_protocol.compaction import SummaryRequestView
 from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
 from pi_sessiond.compaction.tokens import CompactionSettings, estimate_tokens
@@ -66,7 +66,6 @@ from pi_sessiond.store.system import current_system_message
 from pi_sessiond.summarizers.base import Summarizer, SummaryRequest
 from pi_sessiond.summarizers.gate import Added
 
-JsonDict = dict[str, Any]
 SHRINK_RATIO = 0.9
 
 
@@ -81,8 +80,10 @@ Reviewer = Callable[[str, int, int], Awaitable[str]]
 
 
 @attrs.frozen(kw_only=True)
-class CompactResult:
-    """What ``pi/compact`` answers: ``tokens_after`` is Pi 1.6.0's ``estimatedTokensAfter``.
+class CompactionDone:
+    """The compaction written: its entry, and the sizes the wire's ``CompactResult`` is made of.
+
+    ``tokens_after`` is Pi 1.6.0's ``estimatedTokensAfter``.
 
     ``usage`` is the summarizer's, or a hook's (``None`` when it gave none).
     """
@@ -135,7 +136,7 @@ async def compact(
     supply: Supplier | None = None,
     review: Reviewer | None = None,
     options: RunOptions | None = None,
-) -> CompactResult:
+) -> CompactionDone:
     """Compact the leaf's path and append one compaction entry (``options``: how summaries are asked for)."""
     settings = settings or CompactionSettings()
     report = progress or _ignore
@@ -157,7 +158,7 @@ async def compact(
     report("writing", 95)
     entry = write_compaction(session, data, verify=lambda: check_descends(session, leaf_before))
     report("done", 100)
-    return CompactResult(
+    return CompactionDone(
         entry=entry,
         tokens_before=int(entry.data.get("tokensBefore") or 0),
         tokens_after=estimated_tokens_after(session),

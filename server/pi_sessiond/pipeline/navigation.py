@@ -39,6 +39,7 @@ from typing import Any
 import attrs
 
 from pi_protocol import BranchSummaryEntry, FileDetails, LabelEntry, Usage, unstructure
+from pi_protocol.base import JsonDict
 from pi_sessiond.compaction.branch import BranchCollection, collect_entries_for_branch_summary, prepare_branch_entries
 from pi_sessiond.compaction.convert import entry_message
 from pi_sessiond.compaction.fileops import compute_file_lists, format_file_operations
@@ -58,7 +59,6 @@ from pi_sessiond.summarizers.base import Summarizer
 from pi_sessiond.summarizers.fit import fit_text
 from pi_sessiond.summarizers.fit import tokens as fit_tokens
 
-JsonDict = dict[str, Any]
 NO_CONTENT = "No content to summarize"
 NO_SUMMARY = "No summary generated"
 
@@ -103,8 +103,8 @@ def plan_navigation(session: Session, target_id: str) -> NavigationPlan:
 
 
 @attrs.frozen(kw_only=True)
-class NavigateResult:
-    """What ``pi/navigateTree`` answers."""
+class Navigated:
+    """A navigation done: the old and new leaf, the entry written (if any) and the editor text."""
 
     old_leaf_id: str | None
     leaf_id: str | None
@@ -211,7 +211,7 @@ async def navigate_tree(
     review: Reviewer | None = None,
     plan: NavigationPlan | None = None,
     options: RunOptions | None = None,
-) -> NavigateResult:
+) -> Navigated:
     """Move the leaf to ``target_id`` like Pi's ``/tree``, summarizing the branch left if asked.
 
     ``plan`` (of this ``target_id``) fixes the old leaf and may carry the
@@ -220,7 +220,7 @@ async def navigate_tree(
     plan = plan or NavigationPlan(session.leaf_id, target_id)
     old_leaf = plan.old_leaf_id
     if target_id == old_leaf:
-        return NavigateResult(old_leaf_id=old_leaf, leaf_id=old_leaf)
+        return Navigated(old_leaf_id=old_leaf, leaf_id=old_leaf)
     target = session.entry(target_id)
     summary: BranchSummary | None = None
     if summarize and supplied is not None:
@@ -254,7 +254,7 @@ async def navigate_tree(
         if session.leaf_id == new_leaf:  # nothing was written: put the leaf back
             session.set_leaf(old_leaf)
         raise
-    return NavigateResult(old_leaf_id=old_leaf, leaf_id=session.leaf_id, entry=written, editor_text=editor_text)
+    return Navigated(old_leaf_id=old_leaf, leaf_id=session.leaf_id, entry=written, editor_text=editor_text)
 
 
 async def _reviewed(session: Session, target: Entry, summary: BranchSummary, review: Reviewer) -> str:

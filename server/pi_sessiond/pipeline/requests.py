@@ -39,10 +39,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.compaction.convert import convert_to_llm
 from pi_sessiond.compaction.prepare import CompactionPreparation
 from pi_sessiond.compaction.prompts import (
@@ -55,8 +55,6 @@ from pi_sessiond.compaction.prompts import (
 from pi_sessiond.compaction.serialize import TOOL_RESULT_MAX_CHARS, serialize_conversation
 from pi_sessiond.compaction.text import utf16_len, utf16_prefix
 from pi_sessiond.summarizers.base import Purpose, SummaryRequest
-
-JsonDict = dict[str, Any]
 
 DERIVED_MAX = 32000
 WINDOW_MARGIN = 1024

@@ -36,11 +36,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import attrs
 
 from pi_protocol import Cost, Usage
+from pi_protocol.base import JsonDict
 from pi_protocol.settings import RetrySettings
 from pi_sessiond.compaction.prompts import merge_split_turn
 from pi_sessiond.compaction.tokens import estimate_tokens
@@ -53,7 +53,6 @@ from pi_sessiond.summarizers.facts import Facts, extract_facts
 from pi_sessiond.summarizers.gate import Added, repair
 from pi_sessiond.summarizers.retry import RetryCallback, with_retries
 
-JsonDict = dict[str, Any]
 log = logging.getLogger("pi_sessiond.pipeline")
 TokensCallback = Callable[[int], None]
 

@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pi_protocol.params import GetContextParams
 from pi_sessiond.errors import PiError
+from pi_sessiond.rpc.methods import register_method
 from pi_sessiond.service.interface import ProgressFactory
 from pi_sessiond.store import openindex, tailopen
 
 if TYPE_CHECKING:
     from pi_sessiond.rpc.server import PiServer
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _rss_kib() -> int:
@@ -32,14 +36,25 @@ def _rss_kib() -> int:
         return -1
 
 
+def _method(server: PiServer, name: str, params_cls: type[Any] | None = None, *,
+            progress: bool = False) -> Callable[[F], F]:
+    """Decorator: register a typed handler outside the method table."""
+
+    def decorator(fn: F) -> F:
+        register_method(server, name, params_cls, fn, progress=progress)
+        return fn
+
+    return decorator
+
+
 def register(server: PiServer) -> None:
     """Add the ``debug/*`` methods to ``server``."""
 
-    @server.method("debug/echo")
+    @_method(server, "debug/echo")
     def echo(params: Any) -> Any:
         return params
 
-    @server.method("debug/slow", progress=True)
+    @_method(server, "debug/slow", progress=True)
     async def slow(params: Any, progress: ProgressFactory) -> Any:
         params = params or {}
         steps, delay = int(params.get("steps", 5)), float(params.get("delay", 0.05))
@@ -54,7 +69,7 @@ def register(server: PiServer) -> None:
         bar.end("done")
         return {"steps": steps, "token": getattr(bar, "token", None)}
 
-    @server.method("debug/stats")
+    @_method(server, "debug/stats")
     def stats(params: Any) -> Any:
         protocol = server.protocol
         return {
@@ -67,19 +82,19 @@ def register(server: PiServer) -> None:
             "tailOpen": dict(tailopen.STATS),  # tail-first opens, the bytes they read, whole-file reads after them
         }
 
-    @server.method("debug/notify")
+    @_method(server, "debug/notify")
     def notify(params: Any) -> Any:
         server.events.notify(params["method"], params.get("payload"))
         return None
 
-    @server.method("debug/hook")
+    @_method(server, "debug/hook")
     async def hook(params: Any) -> Any:
         if not server.hooks.declared(params["hook"]):
             return {"declared": False}
         answer = await server.hooks.request(params["method"], params.get("payload"), params.get("timeout", 5.0))
         return {"declared": True, "answer": answer}
 
-    @server.method("debug/fail")
+    @_method(server, "debug/fail")
     def fail(params: Any) -> Any:
         if params and params.get("reason"):
             error = PiError(params.get("message", "failed"), data={"detail": 1})
@@ -87,15 +102,15 @@ def register(server: PiServer) -> None:
             raise error
         raise ValueError("secret detail that must not reach the client")
 
-    @server.method("debug/tick")
+    @_method(server, "debug/tick")
     async def tick(params: Any) -> None:
         """An ``async def`` notification handler (pygls leaks their futures unless fixed)."""
         await asyncio.sleep(0)
 
-    @server.method("debug/typed", GetContextParams)
+    @_method(server, "debug/typed", GetContextParams)
     def typed(params: GetContextParams) -> Any:
         return params
 
-    @server.method("debug/configuration")
+    @_method(server, "debug/configuration")
     def configuration(params: Any) -> Any:
         return [[kind, value] for kind, value in server.configuration_log]

@@ -20,26 +20,50 @@ import contextlib
 import logging
 import threading
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+from pygls.progress import Progress as WorkDoneProgress
 
 from pi_protocol import unstructure
-
-if TYPE_CHECKING:
-    from pi_sessiond.rpc.server import PiServer
-    from pi_sessiond.service.interface import Progress
+from pi_sessiond.service.interface import Progress
 
 logger = logging.getLogger(__name__)
 
 CREATE_TOKEN_TIMEOUT = 5.0
 
 
+class Notifier(Protocol):
+    """The part of pygls' protocol a notification goes through."""
+
+    def notify(self, method: str, params: Any = None) -> None: ...
+
+
+class Peer(Protocol):
+    """What the seams use of a connection's server (:class:`pi_sessiond.rpc.server.PiServer`)."""
+
+    loop: asyncio.AbstractEventLoop | None
+    loop_thread: int | None
+    declared_hooks: frozenset[str]
+
+    @property
+    def protocol(self) -> Notifier: ...
+
+    @property
+    def work_done_progress(self) -> WorkDoneProgress: ...
+
+    async def request(self, method: str, params: Any, timeout: float | None) -> Any: ...
+
+    def supports_work_done_progress(self) -> bool: ...
+
+    def new_token(self) -> str: ...
+
+
 class LspEventSink:
     """Daemon -> client notifications."""
 
-    def __init__(self, server: PiServer) -> None:
+    def __init__(self, server: Peer) -> None:
         self._server = server
 
     def notify(self, method: str, payload: Any) -> None:
@@ -55,7 +79,7 @@ class LspEventSink:
 class LspHookClient:
     """Server -> client hook requests (PROTOCOL.md "Hooks")."""
 
-    def __init__(self, server: PiServer) -> None:
+    def __init__(self, server: Peer) -> None:
         self._server = server
 
     def declared(self, hook: str) -> bool:
@@ -80,7 +104,7 @@ class NoProgress:
 class LspProgress:
     """One ``$/progress`` bar on ``token``, linked to the task that began it."""
 
-    def __init__(self, server: PiServer, token: int | str, task: asyncio.Task[Any] | None) -> None:
+    def __init__(self, server: Peer, token: int | str, task: asyncio.Task[Any] | None) -> None:
         self.token = token
         self._progress = server.work_done_progress
         self._task = task
@@ -130,7 +154,7 @@ class LspProgress:
 class LspProgressFactory:
     """Makes the progress bars of one request."""
 
-    def __init__(self, server: PiServer, create_timeout: float = CREATE_TOKEN_TIMEOUT) -> None:
+    def __init__(self, server: Peer, create_timeout: float = CREATE_TOKEN_TIMEOUT) -> None:
         self._server = server
         self._create_timeout = create_timeout
         self._bars: list[LspProgress] = []

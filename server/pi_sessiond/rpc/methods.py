@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcException
@@ -57,30 +57,37 @@ def structure_params(params: Any, params_cls: type[Any] | None) -> Any:
         raise invalid_params(exc) from None
 
 
-def register_table(server: PiServer, service: Callable[[], Any]) -> None:
-    """Register every ``pi/*`` method of the table; ``service()`` is the daemon that answers them.
+def register_table(server: PiServer, daemon: Callable[[], Any], handlers: Callable[[], Mapping[str, Service]]) -> None:
+    """Register every ``pi/*`` method of the table; ``daemon()`` answers them with its method in ``handlers()``.
 
-    Rows in :data:`~pi_sessiond.rpc.offload.GATED` wait for their session's
-    gate, and those in :data:`~pi_sessiond.rpc.offload.OFFLOADED` run in a
-    worker thread (see :mod:`pi_sessiond.rpc.offload`).
+    ``handlers()`` is the ``Daemon`` method of each row (``service.daemon.HANDLERS``), read once, by the
+    first request: importing it loads the services, which is kept out of the time to ``initialize``.
+    Rows in :data:`~pi_sessiond.rpc.offload.GATED` wait for their session's gate, and those in
+    :data:`~pi_sessiond.rpc.offload.OFFLOADED` run in a worker thread (see :mod:`pi_sessiond.rpc.offload`).
     """
     gates = SessionGates()
     prefer_the_loop()
+    table: list[Mapping[str, Service]] = []
+
+    def bound(name: str) -> Service:
+        if not table:
+            table.append(handlers())
+        return table[0][name]
 
     def known(key: str) -> bool:
-        return bool(service().has_session(key))
+        return bool(daemon().has_session(key))
 
     def pending(key: str | None) -> Callable[[], object] | None:
-        return service().pending_load(key)  # type: ignore[no-any-return]
+        return daemon().pending_load(key)  # type: ignore[no-any-return]
 
     for spec in METHODS:
-        fn = _ordered(spec, _bound(service, spec), gates, known)
+        fn = _row(spec, lambda *args, name=spec.name: bound(name)(daemon(), *args), gates, known)
         if spec.name not in EARLY:
             fn = after_load(fn, pending)
         register_method(server, spec.name, spec.params, fn, progress=spec.progress)
 
 
-def _ordered(spec: MethodSpec, fn: Service, gates: SessionGates, known: Callable[[str], bool]) -> Service:
+def _row(spec: MethodSpec, fn: Service, gates: SessionGates, known: Callable[[str], bool]) -> Service:
     """``fn`` behind its session's gate (``GATED``), in a thread (``OFFLOADED``), after the opens it needs."""
     gated, thread, opens = spec.name in GATED, spec.name in OFFLOADED, spec.name == OPEN_SESSION
 
@@ -92,16 +99,7 @@ def _ordered(spec: MethodSpec, fn: Service, gates: SessionGates, known: Callable
             work = gates.after_opens(key, known, lambda: fn(*args))
         return gates.opening(work) if opens else work
 
-    call.__name__, call.__doc__ = fn.__name__, fn.__doc__
-    return call
-
-
-def _bound(service: Callable[[], Any], spec: MethodSpec) -> Service:
-    def call(*args: Any) -> Any:
-        return getattr(service(), spec.service)(*args)
-
-    call.__name__ = spec.service
-    call.__doc__ = spec.doc
+    call.__name__, call.__doc__ = spec.name, spec.doc
     return call
 
 

@@ -41,7 +41,7 @@ from typing import Any
 import orjson
 
 from pi_protocol import methods, unstructure
-from pi_sessiond.store.deepjson import deep_dumps
+from pi_sessiond.jsonio.deepjson import deep_dumps
 
 OFFLOADED: frozenset[str] = frozenset({
     methods.OPEN_SESSION, methods.LIST_SESSIONS, methods.GET_TREE, methods.GET_CONTEXT, methods.GET_ENTRIES,
@@ -160,7 +160,7 @@ def encode(value: Any) -> bytes:
     """``orjson.dumps(value)``, long lists a chunk at a time so the loop thread gets the GIL in between.
 
     The bytes equal ``orjson.dumps(value, option=OPT_NON_STR_KEYS)``; a value too deep for orjson is
-    written by :func:`~pi_sessiond.store.deepjson.deep_dumps`.
+    written by :func:`~pi_sessiond.jsonio.deepjson.deep_dumps`.
     """
     if isinstance(value, list) and len(value) > CHUNK:
         parts = (orjson.dumps(value[i:i + CHUNK], option=orjson.OPT_NON_STR_KEYS)[1:-1]

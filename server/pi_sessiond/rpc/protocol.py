@@ -3,7 +3,7 @@
 :class:`PiProtocol` keeps pygls' dispatch, progress and server->client
 machinery and changes what a long-running, headless daemon needs:
 
-* input arrives as whole bodies from :mod:`pi_sessiond.transport`
+* input arrives as whole bodies from :mod:`pi_sessiond.wire.transport`
   (:meth:`PiProtocol.receive`): ``-32700`` for bad JSON or UTF-8, ``-32600``
   for anything that is not a JSON-RPC 2.0 message (with its id when it has a
   usable one), batches answered as one array, only the top level structured
@@ -43,6 +43,8 @@ from pygls.protocol import (
 )
 
 from pi_protocol import errors as codes
+from pi_sessiond.jsonio.deepjson import deep_dumps
+from pi_sessiond.jsonio.jsontext import loads
 from pi_sessiond.rpc.errors import reason_error, to_rpc_error
 from pi_sessiond.rpc.jsonrpc import (
     Batch,
@@ -54,8 +56,6 @@ from pi_sessiond.rpc.jsonrpc import (
     max_in_flight,
     valid_id,
 )
-from pi_sessiond.store.deepjson import deep_dumps
-from pi_sessiond.store.jsontext import loads
 
 if TYPE_CHECKING:
     from concurrent.futures import Future

@@ -3,7 +3,7 @@
 It owns pygls dispatch (through :class:`~pi_sessiond.rpc.protocol.PiProtocol`),
 the service seams of :mod:`pi_sessiond.rpc.glue`, the connection's
 :class:`~pi_sessiond.rpc.deferred.DaemonSlot` and the transport endpoint
-(:class:`pi_sessiond.transport.Endpoint`). ``pi_sessiond.app.make_server``
+(:class:`pi_sessiond.wire.transport.Endpoint`). ``pi_sessiond.app.make_server``
 builds one and registers the method table on it.
 
 Lifecycle (LSP): ``initialize`` structures ``initializationOptions`` into
@@ -39,7 +39,6 @@ from pi_sessiond.rpc.deferred import DaemonSlot
 from pi_sessiond.rpc.errors import invalid_params, to_rpc_error
 from pi_sessiond.rpc.glue import LspEventSink, LspHookClient, LspProgressFactory
 from pi_sessiond.rpc.jsonrpc import MessageSink
-from pi_sessiond.rpc.methods import register_method
 from pi_sessiond.rpc.protocol import PiProtocol
 
 logger = logging.getLogger(__name__)
@@ -91,15 +90,6 @@ class PiServer(LanguageServer):
             self.feature(name)(_plain(handler))
 
     # ------------------------------------------------------ for the rpc layer
-
-    def method(self, name: str, params_cls: type[Any] | None = None, *, progress: bool = False) -> Callable[[F], F]:
-        """Decorator: register a typed handler outside the method table (``debug/*``; see :mod:`.methods`)."""
-
-        def decorator(fn: F) -> F:
-            register_method(self, name, params_cls, fn, progress=progress)
-            return fn
-
-        return decorator
 
     def progress_factory(self) -> LspProgressFactory:
         """A fresh per-request progress factory (``server.method(..., progress=True)`` passes one)."""
@@ -170,12 +160,6 @@ class PiServer(LanguageServer):
         self.protocol.on_exit = stop
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
-
-    def receive(self, body: bytes) -> None:
-        self.protocol.receive(body)
-
-    def too_large(self, size: int, limit: int, msg_id: Any) -> None:
-        self.protocol.too_large(size, limit, msg_id)
 
     async def settle(self, grace: float) -> None:
         """End of input: the requests in flight get up to ``grace`` seconds to finish and answer."""

@@ -19,53 +19,51 @@ Contracts:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from pi_protocol import ENTRY_TYPES, StructureError, methods, structure, unstructure
+from pi_protocol.base import JsonDict
 from pi_protocol.params import AppendParams
 from pi_protocol.results import AppendResult, SessionChanged
-from pi_protocol.settings import Settings
 from pi_sessiond.compaction.tokens import assistant_usage, calculate_context_tokens, should_compact
 from pi_sessiond.errors import InvalidParams, TooLarge
 from pi_sessiond.estimators import context_tokens
-from pi_sessiond.service import preparing
-from pi_sessiond.service.compaction import start_threshold
-from pi_sessiond.service.core import Core, apply_durability
+from pi_sessiond.jsonio.jsontext import dumps
+from pi_sessiond.service.interface import Notify
 from pi_sessiond.service.models import context_window
-from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.service.sessions.registry import OpenSession
+from pi_sessiond.service.sessions.scope import Scope
 from pi_sessiond.service.stats import leaf_context_tokens, projected_context_tokens, usage_is_fresh
-from pi_sessiond.settings import compaction_for
 from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.jsontext import dumps
-from pi_sessiond.store.session import Session
-
-JsonDict = dict[str, Any]
 
 
-async def append(core: Core, opened: OpenSession, params: AppendParams) -> AppendResult:
+class Growth(Protocol):
+    """What an append sets off (``service.compacting.preparing.Preparing``)."""
+
+    def after_append(self, scope: Scope, due: bool, tokens: int) -> None:
+        """``due``: Pi's threshold was reached; ``tokens``: the leaf's context size now."""
+        ...
+
+
+async def append(scope: Scope, params: AppendParams, notify: Notify, growth: Growth) -> AppendResult:
     """Append the entries under the leaf; see the module docstring."""
-    settings = core.settings_for(opened)
+    settings = scope.settings
     rows = validate_entries(params.entries, settings.daemon.max_message_bytes)
-    session = opened.session
-    apply_durability(session, settings)
+    session = scope.durable()
     written = session.append(rows)
-    _track_turn(opened, written)
+    _track_turn(scope.opened, written)
     context = session.context()
     tokens = leaf_context_tokens(session, context.messages, settings.tokenizer)
     window = context_window(settings, context.model)
-    compaction = settings.compaction
-    core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
-                                                        reason="append"))
-    if compaction.enabled and threshold_reached(session, written, window, settings) and not _held_back(opened, tokens):
-        if not preparing.threshold_crossed(core, opened):  # else the background draft compacts when ready
-            start_threshold(core, opened)
-    else:
-        preparing.after_growth(core, opened, tokens)
+    notify(methods.SESSION_CHANGED, SessionChanged(session_id=scope.key, leaf_id=session.leaf_id, reason="append"))
+    due = (settings.compaction.enabled and threshold_reached(scope, written, window)
+           and not _held_back(scope.opened, tokens))
+    growth.after_append(scope, due, tokens)
     return AppendResult(
         ids=[e.id for e in written],
         leaf_id=session.leaf_id,
         context_tokens=tokens,
-        should_compact=should_compact(tokens, window, compaction),
+        should_compact=should_compact(tokens, window, settings.compaction),
         estimated_context_tokens=projected_context_tokens(session, settings.tokenizer, usage_based=tokens),
     )
 
@@ -114,8 +112,10 @@ def _track_turn(opened: OpenSession, written: Sequence[Entry]) -> None:
             opened.overflow_attempted = False
 
 
-def threshold_reached(session: Session, written: Sequence[Entry], window: int, settings: Settings) -> bool:
-    """Pi's threshold check for the last assistant message appended (reference §9.2, step 6)."""
+def threshold_reached(scope: Scope, written: Sequence[Entry], window: int) -> bool:
+    """Pi's threshold check for the last assistant message appended: its usage (or, for an error reply with
+    fresh usage, the estimated context) past ``window − reserveTokens``; never for an aborted reply."""
+    session = scope.session
     last = next((e for e in reversed(written) if e.role == "assistant"), None)
     message = last.message if last is not None else None
     if message is None or message.get("stopReason") == "aborted":
@@ -123,8 +123,8 @@ def threshold_reached(session: Session, written: Sequence[Entry], window: int, s
     if message.get("stopReason") == "error":
         if usage_is_fresh(session) is not True:
             return False  # no valid usage, or only usage from before the newest compaction
-        tokens = context_tokens(session.context().messages, settings.tokenizer).tokens
+        tokens = context_tokens(session.context().messages, scope.settings.tokenizer).tokens
     else:
         usage = assistant_usage(message)
         tokens = calculate_context_tokens(usage) if usage is not None else 0
-    return should_compact(tokens, window, compaction_for(settings.compaction, session.context().model))
+    return should_compact(tokens, window, scope.compaction)

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import attrs
 
 from pi_protocol import CompactionEntry, StructureError, Usage, methods, structure, unstructure
+from pi_protocol.base import JsonDict
 from pi_protocol.params import NavigateTreeParams
 from pi_protocol.results import (
     BeforeCompactAnswer,
@@ -36,28 +37,28 @@ from pi_protocol.results import (
     ReviewSummaryAnswer,
     ReviewSummaryParams,
 )
-from pi_protocol.settings import Settings
 from pi_sessiond.compaction.prepare import CompactionPreparation
 from pi_sessiond.errors import Rejected
 from pi_sessiond.pipeline.compaction import Reviewer, preview, session_reasoning
 from pi_sessiond.pipeline.navigation import BranchSummary, NavigationPlan
-from pi_sessiond.service.core import Core
-from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.pipeline.requests import OutputLimit
+from pi_sessiond.service.interface import HookClient
+from pi_sessiond.service.sessions.scope import Scope
 from pi_sessiond.settings.redact import redact_settings
 from pi_sessiond.store.session import Session
 
 T = TypeVar("T")
-JsonDict = dict[str, Any]
 log = logging.getLogger("pi_sessiond.service.hooks")
 
 
-async def ask(core: Core, hook: str, method: str, payload: Any, answer: type[T], timeout: float | None) -> T | None:
+async def ask(client: HookClient, hook: str, method: str, payload: Any, answer: type[T],
+              timeout: float | None) -> T | None:
     """Ask a declared hook; ``None`` when undeclared, failing, late, ``null`` or malformed."""
-    if not core.hooks.declared(hook):
+    if not client.declared(hook):
         return None
     try:
         async with asyncio.timeout(timeout):
-            raw = await core.hooks.request(method, unstructure(payload), timeout)
+            raw = await client.request(method, unstructure(payload), timeout)
     except TimeoutError:
         log.warning("hook %s timed out after %ss; ignored", hook, timeout)
         return None
@@ -86,37 +87,37 @@ def hook_usage(value: Any) -> Usage | None:
 
 # ------------------------------------------------------------- beforeCompact
 async def before_compact(
-    core: Core, opened: OpenSession, settings: Settings, prep: CompactionPreparation, reason: Reason,
-    will_retry: bool, instructions: str | None,
+    client: HookClient, scope: Scope, prep: CompactionPreparation, reason: Reason, will_retry: bool,
+    instructions: str | None, limit: OutputLimit | None,
 ) -> JsonDict | None:
     """``pi/beforeCompact``: ``None`` to go on, the entry to store, or :class:`Rejected`."""
-    if not core.hooks.declared("beforeCompact"):
+    if not client.declared("beforeCompact"):
         return None
     payload = BeforeCompactParams(
-        session_id=opened.key, reason=reason, will_retry=will_retry, custom_instructions=instructions,
-        preparation=hook_preparation(prep, settings, instructions, core, opened),
+        session_id=scope.key, reason=reason, will_retry=will_retry, custom_instructions=instructions,
+        preparation=hook_preparation(scope, prep, instructions, limit),
     )
-    answer = await ask(core, "beforeCompact", methods.BEFORE_COMPACT, payload, BeforeCompactAnswer,
-                       settings.daemon.hook_timeout_seconds)
+    answer = await ask(client, "beforeCompact", methods.BEFORE_COMPACT, payload, BeforeCompactAnswer,
+                       scope.settings.daemon.hook_timeout_seconds)
     if answer is None:
         return None
     if answer.cancel:
         raise Rejected("the beforeCompact hook cancelled the compaction")
     if answer.compaction is None:
         return None
-    return hook_entry(opened.session, prep, answer.compaction)
+    return hook_entry(scope.session, prep, answer.compaction)
 
 
 def hook_preparation(
-    prep: CompactionPreparation, settings: Settings, instructions: str | None, core: Core, opened: OpenSession
+    scope: Scope, prep: CompactionPreparation, instructions: str | None, limit: OutputLimit | None
 ) -> HookPreparation:
     """The preview of ``prep`` (as ``compact --dry-run`` prints it) plus the settings in force.
 
     ``settings.compaction`` is the preparation's own: resolved for the
     session's model (``compaction.modelOverrides``), as Pi's ``preparation.settings``.
     """
-    shown = preview(prep, instructions, session_reasoning(opened.session), core.run_options(settings).limit)
-    in_force = redact_settings(unstructure(attrs.evolve(settings, compaction=prep.settings)))
+    shown = preview(prep, instructions, session_reasoning(scope.session), limit)
+    in_force = redact_settings(unstructure(attrs.evolve(scope.settings, compaction=prep.settings)))
     return HookPreparation(**{f.name: getattr(shown, f.name) for f in attrs.fields(type(shown))}, settings=in_force)
 
 
@@ -146,14 +147,14 @@ def hook_entry(session: Session, prep: CompactionPreparation, given: HookCompact
 
 # ---------------------------------------------------------------- beforeTree
 async def before_tree(
-    core: Core, opened: OpenSession, settings: Settings, params: NavigateTreeParams, plan: NavigationPlan
+    client: HookClient, scope: Scope, params: NavigateTreeParams, plan: NavigationPlan
 ) -> BeforeTreeAnswer | None:
     """``pi/beforeTree`` about the branch ``plan`` abandons; ``None`` to go on as asked."""
-    if not core.hooks.declared("beforeTree"):
+    if not client.declared("beforeTree"):
         return None
-    branch = plan.collected(opened.session)
+    branch = plan.collected(scope.session)
     payload = BeforeTreeParams(
-        session_id=opened.key,
+        session_id=scope.key,
         target_id=params.target_id,
         old_leaf_id=plan.old_leaf_id,
         common_ancestor_id=branch.common_ancestor_id,
@@ -163,8 +164,8 @@ async def before_tree(
         replace_instructions=params.replace_instructions,
         label=params.label,
     )
-    return await ask(core, "beforeTree", methods.BEFORE_TREE, payload, BeforeTreeAnswer,
-                     settings.daemon.hook_timeout_seconds)
+    return await ask(client, "beforeTree", methods.BEFORE_TREE, payload, BeforeTreeAnswer,
+                     scope.settings.daemon.hook_timeout_seconds)
 
 
 def supplied_summary(answer: BeforeTreeAnswer | None) -> BranchSummary | None:
@@ -177,14 +178,13 @@ def supplied_summary(answer: BeforeTreeAnswer | None) -> BranchSummary | None:
 
 # ------------------------------------------------------------- reviewSummary
 async def review(
-    core: Core, opened: OpenSession, settings: Settings, kind: Any, summary: str, tokens_before: int,
-    tokens_after: int,
+    client: HookClient, scope: Scope, kind: Any, summary: str, tokens_before: int, tokens_after: int
 ) -> str:
     """``pi/reviewSummary``: the summary to write (edited or not); :class:`Rejected` on reject."""
-    payload = ReviewSummaryParams(session_id=opened.key, kind=kind, summary=summary, tokens_before=tokens_before,
+    payload = ReviewSummaryParams(session_id=scope.key, kind=kind, summary=summary, tokens_before=tokens_before,
                                   estimated_tokens_after=tokens_after)
-    answer = await ask(core, "reviewSummary", methods.REVIEW_SUMMARY, payload, ReviewSummaryAnswer,
-                       settings.daemon.review_timeout_seconds)
+    answer = await ask(client, "reviewSummary", methods.REVIEW_SUMMARY, payload, ReviewSummaryAnswer,
+                       scope.settings.daemon.review_timeout_seconds)
     if answer is None or answer.action == "accept":
         return summary
     if answer.action == "reject":
@@ -195,12 +195,12 @@ async def review(
     return answer.summary
 
 
-def reviewer(core: Core, opened: OpenSession, settings: Settings, kind: Any) -> Reviewer | None:
+def reviewer(client: HookClient, scope: Scope, kind: Any) -> Reviewer | None:
     """The pipeline's ``review`` step for a ``kind`` of summary; ``None`` when no review hook is declared."""
-    if not core.hooks.declared("reviewSummary"):
+    if not client.declared("reviewSummary"):
         return None
 
     async def reviewed(text: str, before: int, after: int) -> str:
-        return await review(core, opened, settings, kind, text, before, after)
+        return await review(client, scope, kind, text, before, after)
 
     return reviewed

@@ -10,7 +10,13 @@ with plain objects.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any, Protocol
+
+from pi_protocol import unstructure
+
+log = logging.getLogger("pi_sessiond.service")
 
 
 class EventSink(Protocol):
@@ -56,3 +62,19 @@ class ProgressFactory(Protocol):
     async def begin(self, title: str, token: int | str | None) -> Progress:
         """Start a bar on ``token`` (or a server-created token when the client supports it)."""
         ...
+
+
+Notify = Callable[[str, Any], None]
+"""Send one notification (``method``, an attrs payload); never raises."""
+
+
+def notifier(events: EventSink) -> Notify:
+    """``events.notify`` with the payload as plain JSON; a failing sink is logged, never fatal."""
+
+    def notify(method: str, payload: Any) -> None:
+        try:
+            events.notify(method, unstructure(payload))
+        except Exception:
+            log.exception("could not send %s", method)
+
+    return notify

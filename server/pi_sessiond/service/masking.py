@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from pi_protocol import methods
+from pi_protocol.base import JsonDict
 from pi_protocol.params import MaskParams, UnmaskParams
 from pi_protocol.results import MaskResult, SessionChanged
 from pi_protocol.settings import Settings
@@ -28,16 +29,14 @@ from pi_sessiond.compaction.masking import Masked, MaskRule, chosen, is_masked, 
 from pi_sessiond.compaction.tokens import pure_estimate, should_compact
 from pi_sessiond.errors import InvalidParams
 from pi_sessiond.estimators import get_estimator
-from pi_sessiond.service import livewriter, views
-from pi_sessiond.service.core import Core, apply_durability
-from pi_sessiond.service.livewriter import check_live_writer
+from pi_sessiond.service.interface import Notify
 from pi_sessiond.service.models import context_window
-from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.service.sessions import livewriter
+from pi_sessiond.service.sessions.livewriter import check_live_writer
+from pi_sessiond.service.sessions.scope import Scope, require_entry
 from pi_sessiond.service.stats import projected_context_tokens
 from pi_sessiond.store.guard import ChangedUnderneathError
 from pi_sessiond.store.session import Session
-
-JsonDict = dict[str, Any]
 
 
 def rule_of(settings: Settings) -> MaskRule:
@@ -54,7 +53,7 @@ def masking_edits(session: Session, settings: Settings, entry_ids: Sequence[str]
     if entry_ids is None:
         return select(projection, rule_of(settings), estimate)
     for entry_id in entry_ids:
-        views.require_entry(session, entry_id, "entryIds")
+        require_entry(session, entry_id, "entryIds")
     try:
         return chosen(projection, entry_ids, estimate)
     except KeyError as exc:
@@ -78,23 +77,21 @@ def estimate_after(session: Session, settings: Settings, replaced: dict[str, Any
     return pure_estimate(messages, get_estimator(settings.tokenizer, messages=messages).estimate)
 
 
-def refuse_if_live_pi(opened: OpenSession) -> None:
+def refuse_if_live_pi(scope: Scope) -> None:
     """Edits written beside a live Pi would never reach its context: on demand Pi has to compact itself
     (at its threshold the extension has Pi write the masking tier's edits, ``reason: "threshold"``)."""
-    held = livewriter.live_pi(opened.session.path)
+    held = livewriter.live_pi(scope.session.path)
     if held is not None:
         raise livewriter.refuse(held, "trim the context", "/compact")
 
 
-def write_edits(core: Core, opened: OpenSession, rows: list[JsonDict], reason: str) -> list[JsonDict]:
+def write_edits(scope: Scope, notify: Notify, rows: list[JsonDict], reason: str) -> list[JsonDict]:
     """Append ``rows`` as one write and announce the change; returns the written entries."""
     if not rows:
         return []
-    session = opened.session
-    apply_durability(session, core.settings_for(opened))
+    session = scope.durable()
     written = session.append(rows)
-    core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
-                                                        reason=reason))
+    notify(methods.SESSION_CHANGED, SessionChanged(session_id=scope.key, leaf_id=session.leaf_id, reason=reason))
     return [dict(e.data) for e in written]
 
 
@@ -108,14 +105,14 @@ class MaskedFirst:
     enough: bool
 
 
-def mask_first(core: Core, opened: OpenSession) -> MaskedFirst | None:
+def mask_first(scope: Scope, notify: Notify) -> MaskedFirst | None:
     """Threshold and overflow compaction with ``compaction.masking.enabled``: mask first.
 
     ``enough`` when the masked context is at most ``threshold - keepRecentTokens``
     (threshold = window - ``reserveTokens``, Pi's trigger): then no model is called.
     ``None`` when masking is off or finds nothing to mask.
     """
-    session, settings = opened.session, core.settings_for(opened)
+    session, settings = scope.session, scope.settings
     if not settings.compaction.masking.enabled:
         return None
     picked = masking_edits(session, settings)
@@ -123,25 +120,25 @@ def mask_first(core: Core, opened: OpenSession) -> MaskedFirst | None:
         return None
     before = projected_context_tokens(session, settings.tokenizer)
     rows = [edit_row(m.entry.id, [{"type": "text", "text": m.text}]) for m in picked]
-    edits = write_edits(core, opened, rows, "mask")
+    edits = write_edits(scope, notify, rows, "mask")
     after = projected_context_tokens(session, settings.tokenizer)
-    compaction = core.compaction_settings(opened, settings)
+    compaction = scope.compaction
     window = context_window(settings, session.context().model)
     enough = after <= window - compaction.reserve_tokens - compaction.keep_recent_tokens
     return MaskedFirst(edits=edits, tokens_before=before, tokens_after=after, enough=enough)
 
 
-def threshold_due(core: Core, opened: OpenSession, tokens: int) -> bool:
+def threshold_due(scope: Scope, tokens: int) -> bool:
     """Whether the masking tier runs now: ``compaction.enabled`` and ``compaction.masking.enabled``, and
     ``tokens`` (the leaf's context) past Pi's threshold (window − ``reserveTokens``)."""
-    settings = core.settings_for(opened)
+    settings = scope.settings
     if not settings.compaction.masking.enabled:
         return False
-    window = context_window(settings, opened.session.context().model)
-    return should_compact(tokens, window, core.compaction_settings(opened, settings))
+    window = context_window(settings, scope.session.context().model)
+    return should_compact(tokens, window, scope.compaction)
 
 
-def mask(core: Core, opened: OpenSession, params: MaskParams) -> MaskResult:
+def mask(scope: Scope, notify: Notify, params: MaskParams) -> MaskResult:
     """``pi/mask``: mask (or with ``dryRun`` only show) the chosen tool results.
 
     Other writers' lines are folded in first (a live Pi's newest turn counts). With
@@ -151,31 +148,31 @@ def mask(core: Core, opened: OpenSession, params: MaskParams) -> MaskResult:
     if threshold and params.entry_ids is not None:
         raise InvalidParams("entryIds: not with reason threshold (the masking tier picks what it masks)")
     if not params.dry_run:
-        refuse_if_live_pi(opened)
-        check_live_writer(core, opened, force=params.force, action="mask")
+        refuse_if_live_pi(scope)
+        check_live_writer(scope, force=params.force, action="mask")
     with contextlib.suppress(ChangedUnderneathError):
-        opened.session.refresh()
-    session, settings = opened.session, core.settings_for(opened)
+        scope.session.refresh()
+    session, settings = scope.session, scope.settings
     before = projected_context_tokens(session, settings.tokenizer)
-    if threshold and not threshold_due(core, opened, before):
+    if threshold and not threshold_due(scope, before):
         return MaskResult(edits=[], tokens_before=before, tokens_after=before)
     picked = masking_edits(session, settings, params.entry_ids)
     blocks = {m.entry.id: [{"type": "text", "text": m.text}] for m in picked}
     after = estimate_after(session, settings, blocks) if picked else before
     rows = [edit_row(target, content) for target, content in blocks.items()]
-    edits = rows if params.dry_run else write_edits(core, opened, rows, "mask")
+    edits = rows if params.dry_run else write_edits(scope, notify, rows, "mask")
     return MaskResult(edits=edits, tokens_before=before, tokens_after=after)
 
 
-def unmask(core: Core, opened: OpenSession, params: UnmaskParams) -> MaskResult:
+def unmask(scope: Scope, notify: Notify, params: UnmaskParams) -> MaskResult:
     """``pi/unmask``: restore masked tool results with edits carrying their original content."""
-    refuse_if_live_pi(opened)
-    check_live_writer(core, opened, force=params.force, action="unmask")
-    session, settings = opened.session, core.settings_for(opened)
+    refuse_if_live_pi(scope)
+    check_live_writer(scope, force=params.force, action="unmask")
+    session, settings = scope.session, scope.settings
     shown = {p.entry.id: p for p in session.projection().entries}
     originals: dict[str, Any] = {}
     for entry_id in params.entry_ids:
-        entry = views.require_entry(session, entry_id, "entryIds")
+        entry = require_entry(session, entry_id, "entryIds")
         projected = shown.get(entry_id)
         if projected is None or entry.message is None or not any(is_masked(m) for m in projected.messages):
             raise InvalidParams(f"entryIds: {entry_id} is not masked in the context of the leaf",
@@ -184,4 +181,4 @@ def unmask(core: Core, opened: OpenSession, params: UnmaskParams) -> MaskResult:
     before = projected_context_tokens(session, settings.tokenizer)
     after = estimate_after(session, settings, originals)
     rows = [edit_row(target, content) for target, content in originals.items()]
-    return MaskResult(edits=write_edits(core, opened, rows, "unmask"), tokens_before=before, tokens_after=after)
+    return MaskResult(edits=write_edits(scope, notify, rows, "unmask"), tokens_before=before, tokens_after=after)

@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pi_protocol.base import JsonDict
 from pi_protocol.settings import Settings
 from pi_sessiond.settings.files import read_json_file
 from pi_sessiond.store.layout import agent_dir
 
-JsonDict = dict[str, Any]
 FALLBACK_WINDOW = 128000
 
 BUILTIN_WINDOWS: dict[str, int] = {

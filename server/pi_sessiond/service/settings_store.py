@@ -25,13 +25,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pi_protocol.base import JsonDict
 from pi_protocol.settings import Settings
 from pi_sessiond.errors import InvalidParams
 from pi_sessiond.settings import DEFAULT_LAYER, Layer, Resolved, first_problem, merge, project_layer, resolve
 from pi_sessiond.settings.files import global_path, project_path, read_json_file
 from pi_sessiond.settings.trust import trust_decisions, trust_path
 
-JsonDict = dict[str, Any]
 log = logging.getLogger("pi_sessiond.service.settings")
 
 RECHECK_SECONDS = 0.5

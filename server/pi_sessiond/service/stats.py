@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pi_protocol.base import JsonDict
 from pi_protocol.results import StatsResult, TokenTotals
 from pi_protocol.settings import Settings
 from pi_sessiond.compaction.tokens import assistant_usage, pure_estimate
@@ -31,8 +32,6 @@ from pi_sessiond.estimators import context_tokens, get_estimator
 from pi_sessiond.service.models import context_window
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session
-
-JsonDict = dict[str, Any]
 
 
 def usage_is_fresh(session: Session, leaf_id: str | None = None) -> bool | None:

@@ -19,11 +19,12 @@ from pi_protocol import methods
 from pi_protocol.params import UndoParams
 from pi_protocol.results import SessionChanged, UndoResult
 from pi_sessiond.errors import Conflict, InvalidParams
-from pi_sessiond.service import livewriter, views
-from pi_sessiond.service.core import Core, apply_durability
-from pi_sessiond.service.livewriter import check_live_writer
+from pi_sessiond.service.interface import Notify
+from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.models import context_window
-from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.service.sessions import livewriter
+from pi_sessiond.service.sessions.livewriter import check_live_writer
+from pi_sessiond.service.sessions.scope import Scope, require_entry
 from pi_sessiond.service.stats import projected_context_tokens
 
 UNDO_TYPE = "pi-sessiond.undo"
@@ -31,23 +32,23 @@ UNDOABLE = ("compaction", "branch_summary")
 GROWTH = 0.1
 
 
-def undo(core: Core, opened: OpenSession, params: UndoParams) -> UndoResult:
+def undo(scope: Scope, params: UndoParams, notify: Notify, jobs: JobManager) -> UndoResult:
     """``pi/undo`` (see the module docstring); ``conflict`` when the entry is no longer the leaf."""
-    session = opened.session
-    entry = views.require_entry(session, params.entry_id)
+    session = scope.session
+    entry = require_entry(session, params.entry_id)
     if entry.type not in UNDOABLE:
         raise InvalidParams(f"entryId: {entry.id} is a {entry.type} entry; only a compaction or a branch summary "
                             "can be undone", data={"entryId": entry.id})
-    core.jobs.check(opened.key)
+    jobs.check(scope.key)
     held = livewriter.live_pi(session.path)
     if held is not None:  # Pi's extension API cannot move Pi's leaf outside a command
         raise livewriter.refuse(held, "undo it", "/tree (then pick the entry before the summary)")
-    check_live_writer(core, opened, force=params.force, action="undo")
+    check_live_writer(scope, force=params.force, action="undo")
     if session.leaf_id != entry.id:
         raise Conflict(f"{entry.id} is no longer the leaf (the session moved on): undo it by navigating instead",
                        data={"entryId": entry.id, "leafId": session.leaf_id})
-    settings = core.settings_for(opened)
-    apply_durability(session, settings)
+    settings = scope.settings
+    scope.durable()
     row = {"type": "custom", "customType": UNDO_TYPE, "data": {"undid": entry.id, "entryType": entry.type},
            "id": "", "parentId": None, "timestamp": ""}
     session.set_leaf(entry.parent_id)
@@ -58,7 +59,6 @@ def undo(core: Core, opened: OpenSession, params: UndoParams) -> UndoResult:
         raise
     tokens = projected_context_tokens(session, settings.tokenizer)
     window = context_window(settings, session.context().model)
-    opened.auto_compaction_floor = tokens + int(GROWTH * window)
-    core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
-                                                        reason="undo"))
+    scope.opened.auto_compaction_floor = tokens + int(GROWTH * window)
+    notify(methods.SESSION_CHANGED, SessionChanged(session_id=scope.key, leaf_id=session.leaf_id, reason="undo"))
     return UndoResult(leaf_id=session.leaf_id, entry=dict(written.data))

@@ -8,17 +8,16 @@ at most :data:`PREVIEW_CHARS` characters, rendered by the entry-kind table
 
 from __future__ import annotations
 
-from typing import Any
-
+from pi_protocol.base import JsonDict
 from pi_protocol.results import SessionInfo, TreeNode, TreeResult
 from pi_protocol.session import SessionWarning
-from pi_sessiond.errors import InvalidParams, UnknownEntry
-from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.errors import InvalidParams
+from pi_sessiond.service.sessions.registry import OpenSession
+from pi_sessiond.service.sessions.scope import require_entry
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.kinds import entry_text
 from pi_sessiond.store.session import Session
 
-JsonDict = dict[str, Any]
 PREVIEW_CHARS = 120
 
 
@@ -36,14 +35,6 @@ def session_info(opened: OpenSession) -> SessionInfo:
         warnings=[SessionWarning(line=w.line, message=w.message) for w in warnings],
         loading=reading is not None,
     )
-
-
-def require_entry(session: Session, entry_id: str, field: str = "entryId") -> Entry:
-    """The entry ``entry_id``; :class:`UnknownEntry` names ``field`` otherwise."""
-    entry = session.tree.get(entry_id)
-    if entry is None:
-        raise UnknownEntry(f"{field}: entry {entry_id!r} is not in the session", data={"entryId": entry_id})
-    return entry
 
 
 def tree(session: Session, root_id: str | None, offset: int, limit: int | None) -> TreeResult:

@@ -18,10 +18,9 @@ from typing import Any, get_args, get_origin
 import attrs
 
 from pi_protocol import StructureError, structure
-from pi_protocol.base import camel
+from pi_protocol.base import JsonDict, camel
 from pi_protocol.settings import EXCLUSIVE_MINIMUM, MINIMUM, Settings
 
-JsonDict = dict[str, Any]
 Problem = tuple[str, str]
 
 

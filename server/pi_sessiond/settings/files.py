@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.store.layout import agent_dir
 
-JsonDict = dict[str, Any]
 log = logging.getLogger("pi_sessiond.settings")
 
 

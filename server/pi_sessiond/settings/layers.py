@@ -31,11 +31,11 @@ from typing import Any
 import attrs
 
 from pi_protocol import structure, unstructure
+from pi_protocol.base import JsonDict
 from pi_protocol.results import SettingsIssue
 from pi_protocol.settings import DEFAULT_SETTINGS, Settings
 from pi_sessiond.settings.check import check_layer
 
-JsonDict = dict[str, Any]
 LAYERS = ("default", "global", "project", "initialize", "session")
 #: section -> the setting that, true below the project layer, lets a project file change it.
 PROJECT_GUARDED: dict[str, tuple[str, str]] = {

@@ -15,14 +15,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Sequence
-from typing import Any
 
+from pi_protocol.base import JsonDict
+from pi_sessiond.jsonio.jsontext import dumps
 from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.jsontext import dumps
 from pi_sessiond.store.layout import new_entry_id, new_session_id, now_iso
 from pi_sessiond.store.migrate import CURRENT_VERSION
 
-JsonDict = dict[str, Any]
 Completer = Callable[[JsonDict], JsonDict]
 """Finishes an entry whose id, parentId and timestamp were just assigned (see ``Session.append``)."""
 _OWN_FIELDS_FIRST = frozenset({"custom", "custom_message"})

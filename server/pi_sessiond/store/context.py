@@ -15,11 +15,11 @@ from typing import Any, Final
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.kinds import js_time
 from pi_sessiond.store.projection import Projection, project_path
 
-JsonDict = dict[str, Any]
 __all__ = ["EMPTY_CONTEXT", "UNSET", "SessionContext", "build_session_context", "context_from_path", "js_time"]
 
 

@@ -14,11 +14,8 @@ line is written back byte-identical.
 
 from __future__ import annotations
 
-from typing import Any
-
-from pi_sessiond.store.jsontext import loads
-
-JsonDict = dict[str, Any]
+from pi_protocol.base import JsonDict
+from pi_sessiond.jsonio.jsontext import loads
 
 
 class Entry:

@@ -34,10 +34,10 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.tree import timestamp_ms
 
-JsonDict = dict[str, Any]
 TokenRule = Literal["user", "assistant", "blocks", "bash", "summary", "system", "none"]
 
 

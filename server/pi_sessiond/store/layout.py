@@ -26,6 +26,14 @@ def sessions_root() -> Path:
     return agent_dir() / "sessions"
 
 
+def runtime_dir() -> Path:
+    """``$XDG_RUNTIME_DIR/pi-sessiond``, else ``/tmp/pi-sessiond-<uid>`` (the shared, fixed place)."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if base:
+        return Path(base) / "pi-sessiond"
+    return Path("/tmp") / f"pi-sessiond-{os.getuid()}"
+
+
 def cwd_dir_name(cwd: str) -> str:
     """``/Users/a/proj`` -> ``--Users-a-proj--`` (one leading separator dropped)."""
     return f"--{_CWD_SEPARATORS.sub('-', _CWD_LEADING.sub('', cwd))}--"

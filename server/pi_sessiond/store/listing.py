@@ -17,12 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.store.errors import NotASessionError, TooLargeError
 from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES, check_line_count, check_session_file
 from pi_sessiond.store.reader import read_session_file
 from pi_sessiond.store.tree import timestamp_ms
-
-JsonDict = dict[str, Any]
 
 
 def list_sessions(directory: Path, max_bytes: int = DEFAULT_MAX_SESSION_BYTES) -> list[JsonDict]:

@@ -25,8 +25,7 @@ from typing import IO
 from pi_protocol import structure, unstructure
 from pi_protocol.converter import StructureError
 from pi_protocol.live import LockBody, LockHolder
-from pi_sessiond.store.layout import now_iso
-from pi_sessiond.wireauth import runtime_dir
+from pi_sessiond.store.layout import now_iso, runtime_dir
 
 PROGRAM = "pi-sessiond"
 MAX_BODY_BYTES = 4096  # a body is one short line; more is not a lock body

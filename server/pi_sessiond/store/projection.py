@@ -33,11 +33,10 @@ from typing import Any
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.kinds import EDITABLE_ROLES, entry_messages
 from pi_sessiond.store.table import ids_of, types_of
-
-JsonDict = dict[str, Any]
 
 
 @attrs.frozen

@@ -32,8 +32,8 @@ from typing import Any
 
 import attrs
 
+from pi_sessiond.jsonio.jsontext import MAX_DEPTH, TooDeepError, loads
 from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.jsontext import MAX_DEPTH, TooDeepError, loads
 from pi_sessiond.store.table import EntryTable
 
 _SKELETON = re.compile(

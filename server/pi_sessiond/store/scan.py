@@ -53,8 +53,8 @@ from typing import Any, Protocol
 
 import attrs
 
+from pi_sessiond.jsonio.jsontext import loads
 from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.jsontext import loads
 from pi_sessiond.store.migrate import CURRENT_VERSION, header_version
 from pi_sessiond.store.reader import _LAZY_MAX_BYTES, _SKELETON, ReadResult, _read_line, _trim, parse_session_bytes
 from pi_sessiond.store.table import EntryTable

@@ -38,8 +38,9 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from pi_protocol.base import JsonDict
+from pi_sessiond.jsonio.jsontext import dumps
 from pi_sessiond.store.building import Completer, build_entries, new_header, placeholder_header, render_file
 from pi_sessiond.store.context import UNSET, SessionContext, _Unset, build_session_context, resolve_leaf
 from pi_sessiond.store.entry import Entry
@@ -53,7 +54,6 @@ from pi_sessiond.store.errors import (
 )
 from pi_sessiond.store.files import append_bytes, atomic_write, gc_paused, probe_writable
 from pi_sessiond.store.guard import ChangedUnderneathError, FileGuard, lock_path_of
-from pi_sessiond.store.jsontext import dumps
 from pi_sessiond.store.layout import new_session_id, session_file_name
 from pi_sessiond.store.livecontext import LiveContext
 from pi_sessiond.store.migrate import CURRENT_VERSION, header_version, migrate
@@ -65,7 +65,6 @@ from pi_sessiond.store.scan import ScanColumns
 from pi_sessiond.store.table import EntryTable
 from pi_sessiond.store.tree import SessionTree, timestamp_ms
 
-JsonDict = dict[str, Any]
 _CONVERSATION_ROLES = frozenset({"user", "assistant"})  # a new file is created at the first of these
 TORN_LINE_WAIT = 2.0  # seconds a write waits for another writer to finish its last line
 WRITE_ATTEMPTS = 20  # times a write re-folds and rebuilds when another writer keeps appending

@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-JsonDict = dict[str, Any]
+from pi_protocol.base import JsonDict
+
 _MISSING: Any = object()
 
 

@@ -42,15 +42,15 @@ from typing import Any
 
 import attrs
 
+from pi_protocol.base import JsonDict
+from pi_sessiond.jsonio.jsontext import loads
 from pi_sessiond.store.context import SessionContext
 from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.jsontext import loads
 from pi_sessiond.store.pathcheck import check_session_file
 from pi_sessiond.store.scan import header_of, scan_session_bytes
 from pi_sessiond.store.table import PathView
 from pi_sessiond.store.tree import SessionTree
 
-JsonDict = dict[str, Any]
 DEFAULT_TAIL_OPEN_BYTES = 32 << 20
 """``daemon.tailOpenBytes``: files at least this large are opened tail-first."""
 FIRST_WINDOW = 4 << 20  # bytes read from the end at first (at most a quarter of the file)

@@ -36,8 +36,9 @@ from typing import Any
 import httpx
 
 from pi_protocol import Usage
+from pi_protocol.base import JsonDict
 
-from .base import JsonDict, StopReason, SummaryRequest, SummaryResult
+from .base import StopReason, SummaryRequest, SummaryResult
 from .config import SummarizerSettings
 from .http import HttpSummarizer, ProgressMeter, as_int, merge_headers
 from .sse import aiter_sse, json_data
@@ -82,7 +83,7 @@ def anthropic_usage(data: JsonDict) -> Usage:
     return usage
 
 
-class _Stream:
+class _AnthropicStream:
     """What one streamed answer has said so far."""
 
     def __init__(self) -> None:
@@ -136,7 +137,7 @@ class AnthropicSummarizer(HttpSummarizer):
 
     async def read_stream(self, response: httpx.Response, meter: ProgressMeter) -> SummaryResult:
         """Assemble text deltas; usage from ``message_start`` and ``message_delta``."""
-        state = _Stream()
+        state = _AnthropicStream()
         # Read to the end of the body even after message_stop, so the connection is reused.
         async for event in aiter_sse(response.aiter_bytes()):
             if event.event == "ping" or state.done:
@@ -145,7 +146,7 @@ class AnthropicSummarizer(HttpSummarizer):
             self._apply(str(data.get("type") or event.event), data, state, meter)
         return self._result(state)
 
-    def _apply(self, kind: str, data: JsonDict, state: _Stream, meter: ProgressMeter) -> None:
+    def _apply(self, kind: str, data: JsonDict, state: _AnthropicStream, meter: ProgressMeter) -> None:
         if kind == "message_start":
             message = data.get("message") or {}
             state.usage.update(message.get("usage") or {})
@@ -163,7 +164,7 @@ class AnthropicSummarizer(HttpSummarizer):
             raise self._stream_error(data.get("error"))
 
     @staticmethod
-    def _start_block(data: JsonDict, state: _Stream) -> None:
+    def _start_block(data: JsonDict, state: _AnthropicStream) -> None:
         block = data.get("content_block") or {}
         if block.get("type") in ("tool_use", "server_tool_use"):
             state.tool_calls = True
@@ -171,7 +172,7 @@ class AnthropicSummarizer(HttpSummarizer):
             state.blocks[as_int(data.get("index"))] = [str(block.get("text") or "")]
 
     @staticmethod
-    def _delta(data: JsonDict, state: _Stream, meter: ProgressMeter) -> None:
+    def _delta(data: JsonDict, state: _AnthropicStream, meter: ProgressMeter) -> None:
         delta = data.get("delta") or {}
         kind = delta.get("type")
         if kind == "text_delta":
@@ -189,7 +190,7 @@ class AnthropicSummarizer(HttpSummarizer):
         kind = str(error.get("type") or "")
         return self.status_error(ERROR_STATUS.get(kind), str(error.get("message") or kind), kind or None)
 
-    def _result(self, state: _Stream) -> SummaryResult:
+    def _result(self, state: _AnthropicStream) -> SummaryResult:
         if not state.done:
             raise self.error("truncated stream: ended before message_stop", retryable=True)
         text = "\n".join("".join(parts) for _, parts in sorted(state.blocks.items()))
@@ -199,7 +200,7 @@ class AnthropicSummarizer(HttpSummarizer):
         )
 
 
-def _stop_reason(state: _Stream) -> StopReason:
+def _stop_reason(state: _AnthropicStream) -> StopReason:
     if state.stop_reason == "max_tokens":
         return "length"
     if state.tool_calls or state.stop_reason == "tool_use":

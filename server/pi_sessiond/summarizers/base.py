@@ -16,13 +16,13 @@ streamed so far (an estimate when the provider does not say).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 import attrs
 
 from pi_protocol import Usage
+from pi_protocol.base import JsonDict
 
-JsonDict = dict[str, Any]
 Purpose = Literal["history", "turnPrefix", "branch"]
 StopReason = Literal["stop", "length", "toolUse"]
 """Why the model stopped: done, at its output-token limit, or to call a tool."""

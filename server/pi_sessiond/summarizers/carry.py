@@ -39,18 +39,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.summarizers.cues import constraint_sentences
 from pi_sessiond.summarizers.facts import SUPERSEDED, Facts, bounded, dedupe
 from pi_sessiond.summarizers.gate import MARK
 from pi_sessiond.summarizers.offline_merge import CURRENT, superseded_marked
 from pi_sessiond.summarizers.summary_parse import SPLIT_TURN_TITLE, parse_sections, parse_summary, split_turn_part
 from pi_sessiond.summarizers.todos import is_ticked, names_changed_file
-
-JsonDict = dict[str, Any]
 
 TODOS_KEPT = 16
 CARRIED_IDENTIFIERS = 20

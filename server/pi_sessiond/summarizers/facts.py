@@ -33,16 +33,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.summarizers.bashfiles import changed_paths
 from pi_sessiond.summarizers.cues import constraint_sentences, cue_strength, decisive_lines
 from pi_sessiond.summarizers.segment import pasted_of, prose_of
 from pi_sessiond.summarizers.todos import open_todos
 
-JsonDict = dict[str, Any]
 SUPERSEDED = " (superseded by a later item)"
 
 REQUEST_CHARS = 1500

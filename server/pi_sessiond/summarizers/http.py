@@ -40,9 +40,10 @@ from typing import Any
 import certifi
 import httpx
 
+from pi_protocol.base import JsonDict
 from pi_protocol.settings import SENSITIVE_HEADER
 
-from .base import JsonDict, ProgressCallback, SummaryRequest, SummaryResult
+from .base import ProgressCallback, SummaryRequest, SummaryResult
 from .config import SummarizerSettings
 from .errors import ContextLengthError, SummarizerConfigError, SummarizerError, mask_then_truncate, redact
 

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.summarizers.bashfiles import changed_paths
 from pi_sessiond.summarizers.cues import DECISIVE, constraint_sentences, decisive_lines
 from pi_sessiond.summarizers.facts import latest_request, message_text
@@ -49,8 +49,6 @@ from pi_sessiond.summarizers.offline_text import (
 from pi_sessiond.summarizers.todos import open_todos
 
 __all__ = ["Extraction", "extract", "message_text", "trim_block"]
-
-JsonDict = dict[str, Any]
 
 REQUEST_CHARS = 1500
 COMMITS_KEPT = 10

@@ -32,8 +32,9 @@ from typing import Any
 import httpx
 
 from pi_protocol import Usage
+from pi_protocol.base import JsonDict
 
-from .base import JsonDict, StopReason, SummaryRequest, SummaryResult
+from .base import StopReason, SummaryRequest, SummaryResult
 from .config import SummarizerSettings
 from .http import HttpSummarizer, ProgressMeter, as_int, merge_headers
 from .sse import aiter_sse, json_data
@@ -70,7 +71,7 @@ def openai_usage(data: JsonDict) -> Usage:
     return Usage(input=max(0, prompt - cached), cache_read=cached, output=output, total_tokens=total)
 
 
-class _Stream:
+class _OpenAIStream:
     """What one streamed answer has said so far."""
 
     def __init__(self) -> None:
@@ -132,7 +133,7 @@ class OpenAISummarizer(HttpSummarizer):
 
     async def read_stream(self, response: httpx.Response, meter: ProgressMeter) -> SummaryResult:
         """Assemble ``delta.content``; usage from the final chunk."""
-        state = _Stream()
+        state = _OpenAIStream()
         # Read to the end of the body even after [DONE]: an unread response cannot go
         # back to the pool, and the next summary would pay a new connection (TLS) again.
         async for event in aiter_sse(response.aiter_bytes()):
@@ -144,7 +145,7 @@ class OpenAISummarizer(HttpSummarizer):
             self._apply(json_data(event), state, meter)
         return self._result(state)
 
-    def _apply(self, chunk: JsonDict, state: _Stream, meter: ProgressMeter) -> None:
+    def _apply(self, chunk: JsonDict, state: _OpenAIStream, meter: ProgressMeter) -> None:
         error = chunk.get("error")
         if error is not None:
             raise self._stream_error(error)
@@ -157,7 +158,7 @@ class OpenAISummarizer(HttpSummarizer):
             meter.report(state.usage.output)
 
     @staticmethod
-    def _apply_choice(choice: JsonDict, state: _Stream, meter: ProgressMeter) -> None:
+    def _apply_choice(choice: JsonDict, state: _OpenAIStream, meter: ProgressMeter) -> None:
         delta = choice.get("delta") or {}
         content = delta.get("content")
         if isinstance(content, str) and content:
@@ -179,7 +180,7 @@ class OpenAISummarizer(HttpSummarizer):
         status = code if isinstance(code, int) else None
         return self.status_error(status, str(error.get("message") or ""), None if status else str(code or "") or None)
 
-    def _result(self, state: _Stream) -> SummaryResult:
+    def _result(self, state: _OpenAIStream) -> SummaryResult:
         if not state.done and state.finish is None:
             raise self.error("truncated stream: ended before the final chunk", retryable=True)
         text = "".join(state.parts)
@@ -189,7 +190,7 @@ class OpenAISummarizer(HttpSummarizer):
         )
 
 
-def _stop_reason(state: _Stream) -> StopReason:
+def _stop_reason(state: _OpenAIStream) -> StopReason:
     if state.finish == "length":
         return "length"
     if state.tool_calls or state.finish in ("tool_calls", "function_call"):

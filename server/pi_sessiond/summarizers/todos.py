@@ -28,11 +28,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.summarizers.bashfiles import changed_paths
-
-JsonDict = dict[str, Any]
 
 TODOS_KEPT = 16
 TODO_CHARS = 300

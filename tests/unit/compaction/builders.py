@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.store.entry import Entry
 
-JsonDict = dict[str, Any]
 BASE_MS = 1_760_000_000_000
 
 

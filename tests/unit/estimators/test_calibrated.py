@@ -5,12 +5,12 @@ from __future__ import annotations
 import random
 import statistics
 from pathlib import Path
-from typing import Any
 
 import attrs
 import pytest
 from tests.unit.compaction.builders import assistant_msg, tool_result_msg, usage, user_msg
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.compaction.tokens import calculate_context_tokens, estimate_tokens
 from pi_sessiond.estimators.calibrated import (
     MIN_SAMPLES,
@@ -24,8 +24,6 @@ from pi_sessiond.estimators.calibrated import (
     load_messages,
     prompt_tokens,
 )
-
-JsonDict = dict[str, Any]
 
 
 def _assistant(prompt: int, *, text: str = "ok", model: str = "claude-test", stop: str = "toolUse") -> JsonDict:

@@ -23,6 +23,7 @@ import pytest
 from tests.loopback_provider import Fault, LoopbackProvider, RecordedRequest, count_tokens, default_reply
 from tests.unit.pipeline.test_fidelity import turn
 
+from pi_protocol.base import JsonDict
 from pi_protocol.settings import RetrySettings
 from pi_sessiond.compaction.branch import collect_entries_for_branch_summary, prepare_branch_entries
 from pi_sessiond.compaction.fileops import format_file_operations
@@ -38,7 +39,7 @@ from pi_sessiond.compaction.prompts import (
 from pi_sessiond.compaction.tokens import CompactionSettings
 from pi_sessiond.errors import NothingToCompact, NotShrinking, SummaryIncomplete
 from pi_sessiond.examples.generator import generate, write
-from pi_sessiond.pipeline.compaction import CompactResult, compact, estimated_tokens_after, prepare_or_refuse, preview
+from pi_sessiond.pipeline.compaction import CompactionDone, compact, estimated_tokens_after, prepare_or_refuse, preview
 from pi_sessiond.pipeline.navigation import navigate_tree
 from pi_sessiond.pipeline.requests import (
     BRANCH_HEADINGS,
@@ -60,7 +61,6 @@ from pi_sessiond.summarizers.factory import make_summarizer
 from pi_sessiond.summarizers.facts import extract_facts
 from pi_sessiond.summarizers.gate import repair
 
-JsonDict = dict[str, Any]
 KEY_ENV = "PI_SESSIOND_TEST_SUMMARIZER_KEY"
 KEY = "sk-loopback-pipeline-9d27c4e1b0"
 PROVIDERS = ["openai", "anthropic"]
@@ -260,7 +260,7 @@ def gated(body: JsonDict, messages: Any, purpose: str, previous: str | None = No
 
 
 def _assert_merged_entry(
-    path: Path, result: CompactResult, history: RecordedRequest, prefix: RecordedRequest, prep: Any
+    path: Path, result: CompactionDone, history: RecordedRequest, prefix: RecordedRequest, prep: Any
 ) -> None:
     entry = last_entry(path)
     assert entry["type"] == "compaction" and entry["id"] == result.entry.id

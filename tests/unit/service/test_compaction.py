@@ -79,7 +79,7 @@ async def test_busy_per_session_and_global_limit_while_reads_and_appends_go_on(t
     b = open_file(daemon, session_file(tmp_path, "b.jsonl", seed=2))
     running = asyncio.create_task(daemon.compact(CompactParams(session_id=a), Progress()))
     await gate.started.wait()
-    job = daemon.core.jobs.get(a)
+    job = daemon.jobs.get(a)
     assert job is not None and (job.kind, job.reason, job.state) == ("compaction", "manual", "running")
     with pytest.raises(Busy):
         await daemon.compact(CompactParams(session_id=a), Progress())
@@ -89,7 +89,7 @@ async def test_busy_per_session_and_global_limit_while_reads_and_appends_go_on(t
     await daemon.append(AppendParams(session_id=a, entries=[user("while it runs")]))
     gate.release.set()
     result = await running
-    assert daemon.core.jobs.get(a) is None
+    assert daemon.jobs.get(a) is None
     # The append continued the prepared branch: the compaction sits under it and keeps it.
     context = daemon.get_context(GetContextParams(session_id=a)).messages
     assert context[0]["role"] == "compactionSummary" and context[-1]["content"] == "while it runs"
@@ -104,7 +104,7 @@ async def test_leaf_moved_to_another_branch_is_a_conflict_and_nothing_is_written
     ids = [n.id for n in daemon.get_tree(GetTreeParams(session_id=sid)).nodes]
     running = asyncio.create_task(daemon.compact(CompactParams(session_id=sid), Progress()))
     await gate.started.wait()
-    daemon.core.registry.get(sid).session.set_leaf(ids[40])
+    daemon.registry.get(sid).session.set_leaf(ids[40])
     await daemon.append(AppendParams(session_id=sid, entries=[user("another branch")]))
     before = path.read_bytes()
     gate.release.set()
@@ -125,7 +125,7 @@ async def test_cancelling_the_request_cancels_the_job_and_writes_nothing(tmp_pat
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
-    assert daemon.core.jobs.get(sid) is None and progress.bars[0].ends == ["cancelled"]
+    assert daemon.jobs.get(sid) is None and progress.bars[0].ends == ["cancelled"]
     assert path.read_bytes() == before
 
 
@@ -142,10 +142,10 @@ async def test_auto_compaction_on_threshold_with_notifications_in_order_and_a_lo
     daemon.update_settings(UpdateSettingsParams(settings={"contextWindow": 20000}))
     sid = open_file(daemon, session_file(tmp_path))
     result = await daemon.append(AppendParams(session_id=sid, entries=[user("go on")]))
-    assert result.should_compact is True and daemon.core.jobs.get(sid) is None  # no assistant yet: no check
+    assert result.should_compact is True and daemon.jobs.get(sid) is None  # no assistant yet: no check
     result = await daemon.append(AppendParams(session_id=sid, entries=[assistant("done", total=19000)]))
     assert result.should_compact is True and result.context_tokens == 19000
-    job = daemon.core.jobs.get(sid)
+    job = daemon.jobs.get(sid)
     assert job is not None and job.reason == "threshold"
     await job.task
     assert events.methods()[-5:] == [methods.SESSION_CHANGED, methods.COMPACTION_STARTED, methods.COMPACTED,
@@ -156,10 +156,10 @@ async def test_auto_compaction_on_threshold_with_notifications_in_order_and_a_lo
     assert events.of(methods.COMPACTED)[0]["reason"] == "threshold" and summarizer.calls >= 1
     # Still above the threshold in the same turn: no second automatic compaction.
     await daemon.append(AppendParams(session_id=sid, entries=[assistant("again", total=19500)]))
-    assert daemon.core.jobs.get(sid) is None
+    assert daemon.jobs.get(sid) is None
     # A new user message starts a new turn.
     await daemon.append(AppendParams(session_id=sid, entries=[user("next"), assistant("big", total=19600)]))
-    job = daemon.core.jobs.get(sid)
+    job = daemon.jobs.get(sid)
     assert job is not None
     await job.task
     assert len(events.of(methods.COMPACTION_STARTED)) == 2
@@ -173,7 +173,7 @@ async def test_no_auto_compaction_when_disabled_aborted_or_below(tmp_path: Path)
     await daemon.append(AppendParams(session_id=sid, entries=[assistant("x", total=100)]))
     daemon.update_settings(UpdateSettingsParams(session_id=sid, settings={"compaction": {"enabled": False}}))
     result = await daemon.append(AppendParams(session_id=sid, entries=[assistant("x", total=19000)]))
-    assert result.should_compact is False and daemon.core.jobs.get(sid) is None
+    assert result.should_compact is False and daemon.jobs.get(sid) is None
     assert methods.COMPACTION_STARTED not in events.methods()
 
 
@@ -182,7 +182,7 @@ async def test_failed_auto_compaction_reports_an_error(tmp_path: Path) -> None:
     daemon.update_settings(UpdateSettingsParams(settings={"contextWindow": 20000}))
     sid = open_file(daemon, session_file(tmp_path))
     await daemon.append(AppendParams(session_id=sid, entries=[assistant("x", total=19000)]))
-    job = daemon.core.jobs.get(sid)
+    job = daemon.jobs.get(sid)
     assert job is not None
     await job.task
     (ended,) = events.of(methods.COMPACTION_ENDED)
@@ -338,8 +338,8 @@ async def test_background_auto_compaction_shows_progress_and_honours_fsync(tmp_p
     daemon.update_settings(UpdateSettingsParams(settings={"contextWindow": 20000, "daemon": {"fsync": "never"}}))
     sid = open_file(daemon, session_file(tmp_path))
     await daemon.append(AppendParams(session_id=sid, entries=[assistant("x", total=19000)]))
-    assert daemon.core.registry.get(sid).session.fsync is False
-    job = daemon.core.jobs.get(sid)
+    assert daemon.registry.get(sid).session.fsync is False
+    job = daemon.jobs.get(sid)
     assert job is not None
     await job.task
     (bar,) = bars.bars

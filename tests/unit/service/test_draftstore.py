@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pi_protocol.live import Draft
-from pi_sessiond.service.draftstore import DraftStore, UnknownDraft
+from pi_sessiond.service.compacting.draftstore import DraftStore, UnknownDraft
 
 
 class Clock:

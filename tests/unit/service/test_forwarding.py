@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pi_sessiond.errors import NothingToCompact, Rejected, SummarizerFailed
-from pi_sessiond.service.forwarding import _answer
-from pi_sessiond.service.livewriter import live_pi, refuse
+from pi_sessiond.service.compacting.forwarding import _answer
+from pi_sessiond.service.sessions.livewriter import live_pi, refuse
 from pi_sessiond.store import lockinfo
 
 

@@ -24,7 +24,7 @@ from .fakes import Events, make_daemon
 def tail_first(tmp_path: Path) -> tuple[Daemon, Events, Path, str]:
     daemon, events = make_daemon(tmp_path)
     daemon.update_settings(UpdateSettingsParams(settings={"daemon": {"tailOpenBytes": 1}}))
-    daemon.core.registry.load_delay = 3600.0  # no background read: the test decides when it happens
+    daemon.registry.load_delay = 3600.0  # no background read: the test decides when it happens
     path = write_lines(tmp_path / "s.jsonl", compacted(300, 30))
     info = daemon.open_session(OpenSessionParams(path=str(path)))
     assert info.loading
@@ -60,7 +60,7 @@ def test_a_failed_whole_file_read_drops_the_session(tmp_path: Path, change: str)
 
 def test_a_session_closed_while_loading_is_never_read_in_full(tmp_path: Path) -> None:
     daemon, events, path, sid = tail_first(tmp_path)
-    loading = daemon.core.registry.get(sid).loading
+    loading = daemon.registry.get(sid).loading
     assert loading is not None
     asyncio.run(daemon.close_session(SessionParams(session_id=sid)))
     with pytest.raises(UnknownSession):
@@ -76,7 +76,7 @@ def test_a_context_guessed_wrong_is_corrected_once_the_whole_file_is_read(tmp_pa
     whole-file read says so (``store/tailopen.py``, ``docs/deviations.md``)."""
     daemon, events = make_daemon(tmp_path)
     daemon.update_settings(UpdateSettingsParams(settings={"daemon": {"tailOpenBytes": 1}}))
-    daemon.core.registry.load_delay = 3600.0
+    daemon.registry.load_delay = 3600.0
     lines = [thinking("t0", None, "low"), *chain(200, parent="t0")]
     fork_point = lines[100]["id"]
     lines += [thinking("t1", lines[-1]["id"], "high"), *chain(5, 500, "t1")]  # the abandoned branch

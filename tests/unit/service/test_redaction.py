@@ -41,7 +41,7 @@ def test_get_and_update_settings_redact_key_like_headers(tmp_path: Path) -> None
     daemon, _ = make_daemon(tmp_path)
     assert_redacted(daemon.update_settings(UpdateSettingsParams(settings=SETTINGS)).settings)
     assert_redacted(daemon.get_settings(GetSettingsParams()).settings)
-    effective = daemon.core.settings.settings().summarizer.headers
+    effective = daemon.settings.settings().summarizer.headers
     assert effective["x-api-key"] == "sk-xapi-2"  # redacted when shown, never when used
 
 

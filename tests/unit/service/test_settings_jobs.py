@@ -111,7 +111,7 @@ def test_invalid_settings_name_the_key() -> None:
 def test_daemon_settings_methods(tmp_path: Path) -> None:
     daemon, _ = make_daemon(tmp_path)
     daemon.configure(InitializationOptions(settings={"tokenizer": "cl100k"}, sessions_dir=str(tmp_path / "x")))
-    assert daemon.core.registry.sessions_dir == tmp_path / "x"
+    assert daemon.registry.sessions_dir == tmp_path / "x"
     sid = open_file(daemon, session_file(tmp_path))
     got = daemon.update_settings(UpdateSettingsParams(session_id=sid, settings={"contextWindow": 1000}))
     assert got.settings["contextWindow"] == 1000 and got.settings["tokenizer"] == "cl100k"

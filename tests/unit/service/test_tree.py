@@ -111,7 +111,7 @@ async def test_review_reject_leaves_the_leaf(tmp_path: Path) -> None:
     before = path.read_bytes()
     with pytest.raises(Rejected):
         await daemon.navigate_tree(NavigateTreeParams(session_id=sid, target_id=ids[20], summarize=True), Progress())
-    assert path.read_bytes() == before and daemon.core.registry.get(sid).session.leaf_id == ids[-1]
+    assert path.read_bytes() == before and daemon.registry.get(sid).session.leaf_id == ids[-1]
 
 
 async def test_branch_summary_is_a_job_and_a_moved_leaf_is_a_conflict(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ async def test_the_branch_shown_to_before_tree_is_the_branch_summarized(tmp_path
     await daemon.navigate_tree(NavigateTreeParams(session_id=sid, target_id=ids[20], summarize=True), Progress())
     shown = [Entry.from_data(e) for e in hooks.calls[0][1]["entriesToSummarize"]]
     assert [e.id for e in shown] == ids[21:]
-    budget = summarizer.context_window - daemon.core.settings_for(None).branch_summary.reserve_tokens
+    budget = summarizer.context_window - daemon.settings.settings().branch_summary.reserve_tokens
     [request] = summarizer.requests
     assert request.purpose == "branch"
     assert list(request.messages) == list(prepare_branch_entries(shown, budget).messages)
@@ -176,5 +176,5 @@ async def test_a_leaf_moved_while_before_tree_is_asked_is_a_conflict(tmp_path: P
         await daemon.navigate_tree(NavigateTreeParams(session_id=sid, target_id=ids[20], summarize=True), Progress())
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert rows[-1]["message"]["content"] == "meanwhile" and rows[-1]["parentId"] == ids[-1]
-    assert daemon.core.registry.get(sid).session.leaf_id == rows[-1]["id"]
+    assert daemon.registry.get(sid).session.leaf_id == rows[-1]["id"]
     assert events.of(methods.TREE_NAVIGATED) == []

@@ -16,8 +16,8 @@ from pi_sessiond.compaction.convert import convert_to_llm
 from pi_sessiond.compaction.serialize import serialize_conversation
 from pi_sessiond.compaction.text import js_stringify
 from pi_sessiond.compaction.tokens import estimate_tokens
-from pi_sessiond.store.deepjson import MAX_DEPTH, TooDeepError, deep_dumps, deep_loads
-from pi_sessiond.store.jsontext import dumps, loads
+from pi_sessiond.jsonio.deepjson import MAX_DEPTH, TooDeepError, deep_dumps, deep_loads
+from pi_sessiond.jsonio.jsontext import dumps, loads
 from pi_sessiond.store.session import Session
 
 SIZES = (1_500, 20_000)  # beyond orjson's and Python's limits; 20,000 is twice the 10,000

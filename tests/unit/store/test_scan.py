@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tests.unit.store.helpers import HEADER, assistant, user
 
 from pi_sessiond.examples.generator import generate, write
-from pi_sessiond.store.jsontext import dumps
+from pi_sessiond.jsonio.jsontext import dumps
 from pi_sessiond.store.reader import ReadResult, parse_session_bytes
 from pi_sessiond.store.scan import scan_session_bytes
 from pi_sessiond.store.session import Session

@@ -21,7 +21,7 @@ Each connection is served by its own endpoint (a ``PiServer`` with its own
 Daemon, see :mod:`pi_sessiond.app`); TCP, Unix-socket and WebSocket listeners
 survive any connection closing.
 
-A listener takes an :class:`Admission` (``pi_sessiond.wireauth.Gate``): above
+A listener takes an :class:`Admission` (``pi_sessiond.wire.auth.ConnectionGuard``): above
 its connection cap a new connection gets one ``busy`` error and is closed; a
 connection that needs the secret has its first message checked (at most
 :data:`PREAUTH_MAX_BYTES`; refused: one ``unauthorized`` error, then closed);
@@ -59,8 +59,25 @@ class FramingError(Exception):
     """A frame that cannot be parsed; the connection cannot continue."""
 
 
+class Receiver(Protocol):
+    """Where a connection's frames go: the JSON-RPC protocol itself (``PiProtocol``)."""
+
+    def receive(self, body: bytes) -> None:
+        """One frame's body (parsed, dispatched and answered there)."""
+        ...
+
+    def too_large(self, size: int, limit: int, msg_id: Any) -> None:
+        """A frame over the limit was skipped: answer ``msg_id`` with ``tooLarge``."""
+        ...
+
+
 class Endpoint(Protocol):
     """One connection's server (``PiServer`` implements it)."""
+
+    @property
+    def protocol(self) -> Receiver:
+        """The JSON-RPC protocol the frames are fed to."""
+        ...
 
     @property
     def max_message_bytes(self) -> int:
@@ -73,10 +90,6 @@ class Endpoint(Protocol):
     def attach(self, sink: Any, stop: Callable[[], None]) -> None:
         """Start sending to ``sink``; ``stop()`` ends the read loop (LSP ``exit``)."""
         ...
-
-    def receive(self, body: bytes) -> None: ...
-
-    def too_large(self, size: int, limit: int, msg_id: Any) -> None: ...
 
     async def settle(self, grace: float) -> None:
         """Let the requests in flight finish (and answer) for up to ``grace`` seconds."""
@@ -92,7 +105,7 @@ class Endpoint(Protocol):
 
 
 class Admission(Protocol):
-    """A listener's admission rules (``pi_sessiond.wireauth.Gate`` implements it)."""
+    """A listener's admission rules (``pi_sessiond.wire.auth.ConnectionGuard`` implements it)."""
 
     idle_seconds: float
     open: int
@@ -299,9 +312,9 @@ async def serve_connection(
                     frame, pending_auth[0] = passed, False
                 if isinstance(frame, _Oversize):
                     logger.warning("skipped a %d-byte message (limit %d)", frame.size, endpoint.max_message_bytes)
-                    endpoint.too_large(frame.size, endpoint.max_message_bytes, frame.msg_id)
+                    endpoint.protocol.too_large(frame.size, endpoint.max_message_bytes, frame.msg_id)
                 else:
-                    endpoint.receive(frame)
+                    endpoint.protocol.receive(frame)
                 if stopped.is_set():
                     break
     except FramingError as exc:

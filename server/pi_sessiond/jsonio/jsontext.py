@@ -7,7 +7,7 @@ writes ``0.000003``, ``1.0`` where JS writes ``1``), which are re-rendered.
 
 Depth: orjson reads 1024 levels and writes 255. Deeper values, and lone
 surrogates (which orjson refuses), take the iterative path of
-:mod:`pi_sessiond.store.deepjson`, which reads up to ``MAX_DEPTH`` levels
+:mod:`pi_sessiond.jsonio.deepjson`, which reads up to ``MAX_DEPTH`` levels
 (deeper raises :class:`TooDeepError`, a ``ValueError``) and writes any depth.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from pi_sessiond.store.deepjson import MAX_DEPTH, TooDeepError, deep_dumps, deep_loads, js_number
+from pi_sessiond.jsonio.deepjson import MAX_DEPTH, TooDeepError, deep_dumps, deep_loads, js_number
 
 __all__ = ["MAX_DEPTH", "TooDeepError", "dumps", "js_number", "loads"]
 

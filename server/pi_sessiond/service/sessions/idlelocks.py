@@ -17,24 +17,27 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from pi_sessiond.service.core import Core
+from pi_sessiond.service.jobs import JobManager
+from pi_sessiond.service.sessions.registry import Registry
+from pi_sessiond.service.sessions.scope import scope_of
+from pi_sessiond.service.settings_store import SettingsStore
 
-log = logging.getLogger("pi_sessiond.service.idlelocks")
+log = logging.getLogger("pi_sessiond.service.sessions.idlelocks")
 MIN_PERIOD = 0.05  # seconds between sweeps at the least
 
 
 class IdleLocks:
     """The sweep timer of one daemon."""
 
-    def __init__(self, core: Core) -> None:
-        self._core = core
+    def __init__(self, registry: Registry, settings: SettingsStore, jobs: JobManager) -> None:
+        self._registry, self._settings, self._jobs = registry, settings, jobs
         self._timer: asyncio.TimerHandle | None = None
 
     def arm(self) -> None:
         """Make sure a sweep is scheduled (a no-op outside an event loop or when one is)."""
         if self._timer is not None:
             return
-        idle = self._core.settings_for(None).daemon.lock_idle_seconds
+        idle = self._settings.settings().daemon.lock_idle_seconds
         if idle is None:
             return
         try:
@@ -47,12 +50,12 @@ class IdleLocks:
         """Release the locks idle long enough; re-arm while any is still held. Returns how many were released."""
         self._timer = None
         released, held = 0, False
-        for opened in self._core.registry:
+        for opened in self._registry:
             if not opened.loaded:  # still being read (service/loading.py): it holds no lock yet
                 continue
             session = opened.session
-            idle = self._core.settings_for(opened).daemon.lock_idle_seconds
-            if idle is not None and self._core.jobs.get(opened.key) is None and session.release_if_idle(idle):
+            idle = scope_of(self._settings, opened).settings.daemon.lock_idle_seconds
+            if idle is not None and self._jobs.get(opened.key) is None and session.release_if_idle(idle):
                 released += 1
                 log.info("released the write lock of %s after %s s without writes", opened.key, idle)
             held = held or session.holds_lock

@@ -18,11 +18,11 @@ from typing import Any, Literal
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_protocol.live import Draft
 from pi_sessiond.compaction.prepare import CompactionPreparation
 from pi_sessiond.errors import InvalidParams
 
-JsonDict = dict[str, Any]
 DRAFT_SECONDS = 3600.0
 """How long a draft can be committed (an hour: long enough to read and edit one, short enough not to pile up)."""
 MAX_PER_SESSION = 8

@@ -4,7 +4,7 @@ Contract:
 
 - ``Registry.open_path`` registers a file of ``daemon.tailOpenBytes`` or more
   as soon as its end gives the leaf's context; the open session's
-  :attr:`~pi_sessiond.service.registry.OpenSession.loading` is a :class:`Loading`
+  :attr:`~pi_sessiond.service.sessions.registry.OpenSession.loading` is a :class:`Loading`
   and SESSION says ``loading: true`` (``entryCount`` and ``warnings`` then
   cover only the lines read so far).
 - Until the whole file is read, ``pi/getContext`` of that leaf (no ``leafId``,
@@ -30,7 +30,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pi_protocol import methods
 from pi_protocol.results import SessionChanged, SessionLoaded
@@ -39,9 +39,6 @@ from pi_sessiond.errors import PiError, UnknownSession
 from pi_sessiond.store.context import SessionContext
 from pi_sessiond.store.session import Session
 from pi_sessiond.store.tailopen import STATS, TailRead
-
-if TYPE_CHECKING:
-    from pi_sessiond.service.registry import OpenSession
 
 log = logging.getLogger(__name__)
 
@@ -144,23 +141,23 @@ def outcome(loading: Loading, session: Session) -> bool:
         full.messages) != list(served.messages)
 
 
-def announce(notify: Callable[[str, Any], None], opened: OpenSession, loading: Loading) -> None:
+def announce(notify: Callable[[str, Any], None], key: str, loading: Loading) -> None:
     """Tell the client a tail-first session was read in full (``pi/sessionLoaded``, maybe ``pi/sessionChanged``)."""
     assert loading.done
     if loading.session is None:
         error = loading.error
         message = error.message if isinstance(error, PiError) else str(error)
-        log.info("could not read %s in full: %s", opened.key, message)
-        notify(methods.SESSION_LOADED, SessionLoaded(session_id=opened.key, leaf_id=loading.leaf_id, error=message))
+        log.info("could not read %s in full: %s", key, message)
+        notify(methods.SESSION_LOADED, SessionLoaded(session_id=key, leaf_id=loading.leaf_id, error=message))
         return
     session = loading.session
     changed = outcome(loading, session)
     if changed and loading.served is not None:
-        log.info("%s: the context served while loading changed once the whole file was read", opened.key)
+        log.info("%s: the context served while loading changed once the whole file was read", key)
     warnings = [SessionWarning(line=w.line, message=w.message) for w in session.warnings]
-    notify(methods.SESSION_LOADED, SessionLoaded(session_id=opened.key, leaf_id=session.leaf_id,
+    notify(methods.SESSION_LOADED, SessionLoaded(session_id=key, leaf_id=session.leaf_id,
                                                  entry_count=len(session.entries), warnings=warnings,
                                                  context_changed=changed))
     if changed:
-        notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=session.leaf_id,
+        notify(methods.SESSION_CHANGED, SessionChanged(session_id=key, leaf_id=session.leaf_id,
                                                        reason="loaded"))

@@ -3,9 +3,9 @@
 Above the gate's connection cap a new connection gets one ``busy`` error and
 is closed; on a Unix socket a peer of another user is closed at once (Linux
 tells its uid). The socket of :func:`serve_unix` is created ``0600`` (the
-caller makes its directory private, :func:`pi_sessiond.wireauth.prepare_socket_path`)
+caller makes its directory private, :func:`pi_sessiond.wire.auth.prepare_socket_path`)
 and removed when the listener stops. What a connection may do is
-:func:`pi_sessiond.transport.serve_connection`'s.
+:func:`pi_sessiond.wire.transport.serve_connection`'s.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from pi_sessiond.transport import HEADER_LINE_LIMIT, Admission, Endpoint, RareWarning, StreamSink, serve_connection
+from pi_sessiond.wire.transport import HEADER_LINE_LIMIT, Admission, Endpoint, RareWarning, StreamSink, serve_connection
 
 logger = logging.getLogger(__name__)
 OVER_CAP = RareWarning("refused a connection: daemon.maxConnections are open")

@@ -17,20 +17,18 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import attrs
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.errors import InvalidParams, UnknownSession
-from pi_sessiond.service.loading import LOAD_DELAY, Loading
+from pi_sessiond.service.sessions.loading import LOAD_DELAY, Loading
 from pi_sessiond.store.layout import session_dir, sessions_root
 from pi_sessiond.store.listing import list_sessions
 from pi_sessiond.store.openindex import SAVE_DELAY, cache_dir
 from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES
 from pi_sessiond.store.session import Session
 from pi_sessiond.store.tailopen import TailRead, open_tail
-
-JsonDict = dict[str, Any]
 
 
 @attrs.define(eq=False)

@@ -2,7 +2,7 @@
 
 Needs the optional ``websockets`` package (``pip install 'pi-sessiond[ws]'``).
 Every connection gets its own endpoint (server and Daemon), like a TCP one
-(:mod:`pi_sessiond.listeners`), admitted by the same gate: a handshake with an
+(:mod:`pi_sessiond.wire.listeners`), admitted by the same gate: a handshake with an
 ``Origin`` header is refused (HTTP 403) unless that origin is allowed (a web
 page cannot drive the daemon); the secret comes in the URL (``?token=``), an
 ``Authorization: Bearer`` header or the first message (``initialize``); a
@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from pi_sessiond.transport import (
+from pi_sessiond.wire.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     SNIFF_BYTES,
     Admission,
@@ -128,9 +128,9 @@ async def _serve(websocket: Any, endpoint: Endpoint, gate: Admission | None) -> 
                     return
                 body, pending = passed, False
             if len(body) > endpoint.max_message_bytes:
-                endpoint.too_large(len(body), endpoint.max_message_bytes, sniff_id(body[:SNIFF_BYTES]))
+                endpoint.protocol.too_large(len(body), endpoint.max_message_bytes, sniff_id(body[:SNIFF_BYTES]))
             else:
-                endpoint.receive(body)
+                endpoint.protocol.receive(body)
             await sink.drain()
     except IdleTimeout:
         logger.info("closed a WebSocket connection idle for daemon.idleConnectionSeconds")

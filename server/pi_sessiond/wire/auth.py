@@ -9,14 +9,14 @@ Contract:
   ``0700``, owned by this user or refused). The same user's clients read it
   there (:func:`read_secret`); nobody else can.
 - A connection's first message must be ``initialize`` carrying it in
-  ``initializationOptions.secret`` (:meth:`Gate.check_first`), or — WebSocket
+  ``initializationOptions.secret`` (:meth:`ConnectionGuard.check_first`), or — WebSocket
   only — the handshake carries it (``?token=`` in the URL or
   ``Authorization: Bearer``); otherwise it is answered ``-32014 unauthorized``
   and closed. The secret is removed before the message goes further: it is
   never logged, stored or echoed.
 - A Unix socket listener needs no secret: its directory is ``0700``, the socket
   ``0600``, and the peer's uid is checked where the OS says it (Linux).
-- :class:`Gate` also counts connections (``daemon.maxConnections``) and holds
+- :class:`ConnectionGuard` also counts connections (``daemon.maxConnections``) and holds
   the idle timeout (``daemon.idleConnectionSeconds``).
 
 Imports nothing of ours (a transport module): the error replies come from
@@ -39,20 +39,14 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from pi_sessiond.store.layout import runtime_dir
+
 SECRET_ENV = "PI_SESSIOND_SECRET"
 SOCKET_NAME = "daemon.sock"
 
 
 class WireSetupError(Exception):
     """A listener cannot be set up safely (a clear sentence for the command line)."""
-
-
-def runtime_dir() -> Path:
-    """``$XDG_RUNTIME_DIR/pi-sessiond``, else ``/tmp/pi-sessiond-<uid>`` (the shared, fixed place)."""
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    if base:
-        return Path(base) / "pi-sessiond"
-    return Path("/tmp") / f"pi-sessiond-{os.getuid()}"
 
 
 def default_socket_path() -> Path:
@@ -170,7 +164,7 @@ ErrorReply = Callable[[Any, str, str], bytes]
 """``reply(id, reason, message)``: one encoded JSON-RPC error reply."""
 
 
-class Gate:
+class ConnectionGuard:
     """One listener's admission rules: the secret (``None``: none needed), the connection cap, the idle timeout."""
 
     def __init__(self, secret: str | None, max_connections: int, idle_seconds: float, reply: ErrorReply,

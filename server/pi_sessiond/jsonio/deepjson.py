@@ -3,7 +3,7 @@
 orjson stops at 1024 levels (reading) and 255 (writing) and the stdlib's C
 scanner at the interpreter's recursion limit; JavaScript's ``JSON.parse``
 reads far deeper lines, so Pi opens files we could not. These two functions
-are the slow, iterative fallback that :mod:`pi_sessiond.store.jsontext` uses
+are the slow, iterative fallback that :mod:`pi_sessiond.jsonio.jsontext` uses
 when the fast paths refuse a value for its depth (or, for writing, for a lone
 surrogate).
 

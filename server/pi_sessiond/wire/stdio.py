@@ -3,7 +3,7 @@
 The protocol's stdout moves to a private fd first, so a stray ``print`` lands on
 stderr; stdin and stdout may be pipes, ttys, sockets or regular files
 (``printf FRAMES | pi-sessiond serve``, ``pi-sessiond serve < frames > out``).
-The framing and the connection's rules are :func:`pi_sessiond.transport.serve_connection`'s.
+The framing and the connection's rules are :func:`pi_sessiond.wire.transport.serve_connection`'s.
 
 When stdout is a pipe it is widened to :data:`PIPE_BYTES` (Linux ``F_SETPIPE_SZ``, best effort):
 a big reply (a 1.6 MB context) then crosses in a few writes instead of one per 64 KiB, each of
@@ -21,7 +21,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-from pi_sessiond.transport import HEADER_LINE_LIMIT, Endpoint, StreamSink, serve_connection
+from pi_sessiond.wire.transport import HEADER_LINE_LIMIT, Endpoint, StreamSink, serve_connection
 
 
 class _BlockingWriter:

@@ -10,7 +10,7 @@ Contracts:
   (``Session.refresh``: the leaf follows entries that continue it) and announced as
   ``pi/sessionChanged`` with reason ``external`` so editors refresh, and
   ``compaction.prepareAt`` may start a background draft for Pi's
-  ``session_before_compact`` to reuse (``service.preparing``).
+  ``session_before_compact`` to reuse (``service.compacting.preparing``, through ``on_growth``).
 - The polling task runs only inside an event loop (the daemon; not the
   in-process command line), is held by a strong reference and is cancelled by
   :meth:`LiveWatch.aclose`. Nothing here reads more than a lock body and a
@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 
 import attrs
 
@@ -30,14 +31,14 @@ from pi_protocol import methods
 from pi_protocol.live import SessionLive
 from pi_protocol.results import SessionChanged
 from pi_sessiond.errors import PiError
-from pi_sessiond.service import drafts, preparing
-from pi_sessiond.service.core import Core
-from pi_sessiond.service.livewriter import live_pi
-from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.service.interface import Notify
+from pi_sessiond.service.jobs import JobManager
+from pi_sessiond.service.sessions.livewriter import live_pi
+from pi_sessiond.service.sessions.registry import OpenSession, Registry
 from pi_sessiond.store import lockinfo
 
 POLL_SECONDS = 1.0
-log = logging.getLogger("pi_sessiond.service.watch")
+log = logging.getLogger("pi_sessiond.service.sessions.watch")
 
 
 @attrs.define
@@ -49,8 +50,10 @@ class _Seen:
 class LiveWatch:
     """Polls the open sessions' lock bodies (every ``interval`` seconds once started)."""
 
-    def __init__(self, core: Core, interval: float = POLL_SECONDS) -> None:
-        self.core = core
+    def __init__(self, registry: Registry, jobs: JobManager, notify: Notify,
+                 on_growth: Callable[[OpenSession], None], interval: float = POLL_SECONDS) -> None:
+        """``on_growth`` runs after a live Pi's lines were folded into a session (no job reading it)."""
+        self.registry, self.jobs, self.notify, self.on_growth = registry, jobs, notify, on_growth
         self.interval = interval
         self._seen: dict[str, _Seen] = {}
         self._task: asyncio.Task[None] | None = None
@@ -100,7 +103,7 @@ class LiveWatch:
 
     def check(self) -> None:
         """Announce what changed since the last check."""
-        open_now = {opened.key: opened for opened in self.core.registry}
+        open_now = {opened.key: opened for opened in self.registry}
         for key in set(self._seen) - set(open_now):
             del self._seen[key]
         for key, opened in open_now.items():
@@ -117,7 +120,7 @@ class LiveWatch:
         self._seen[key] = _Seen(pid, size)
         if (before is None and pid is not None) or (before is not None and before.pid != pid):
             holder = lockinfo.holder_of(body)
-            self.core.notify(methods.SESSION_LIVE, SessionLive(session_id=key, path=str(path), live=pid is not None,
+            self.notify(methods.SESSION_LIVE, SessionLive(session_id=key, path=str(path), live=pid is not None,
                                                                holder=holder))
         elif before is not None and pid is not None and size != before.size:
             self._followed(key, opened)
@@ -129,14 +132,14 @@ class LiveWatch:
         """
         if not opened.loaded:
             return
-        if self.core.jobs.get(key) is None:
+        if self.jobs.get(key) is None:
             try:
                 opened.session.refresh()
-                preparing.after_growth(self.core, opened, drafts.context_size(self.core, opened))
+                self.on_growth(opened)
             except PiError as exc:
                 log.info("could not follow %s: %s", key, exc.message)
         leaf = opened.session.leaf_id
-        self.core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=key, leaf_id=leaf, reason="external"))
+        self.notify(methods.SESSION_CHANGED, SessionChanged(session_id=key, leaf_id=leaf, reason="external"))
 
     async def _run(self) -> None:
         while True:

@@ -7,7 +7,7 @@ Contracts:
   LSP framing, one connection per request) with a fresh ``forRequest`` id;
   Pi runs ``ctx.compact()`` and writes the entry itself, and the
   ``pi/summarize`` its compaction sends back with that id reuses this
-  request's job slot and progress bar (``Core.forwarded``). Cancelling the
+  request's job slot and progress bar (``Forwarding.forwarded``). Cancelling the
   request sends ``$/cancelRequest`` to Pi (which then cancels its
   compaction) and re-raises. The result is read back from the file: the
   entry Pi wrote, and ``estimatedTokensAfter`` of a fresh read of it.
@@ -24,62 +24,72 @@ import json
 import uuid
 from typing import Any
 
+import attrs
+
 from pi_protocol import CompactResult, methods
+from pi_protocol.base import JsonDict
 from pi_protocol.live import LockBody
 from pi_protocol.params import CompactParams
 from pi_protocol.results import Compacted, SessionChanged
 from pi_sessiond.errors import NothingToCompact, PiError, Rejected, SummarizerFailed
 from pi_sessiond.pipeline.compaction import estimated_tokens_after
-from pi_sessiond.service import livewriter
-from pi_sessiond.service.compaction import Report, with_progress
-from pi_sessiond.service.core import Core
-from pi_sessiond.service.interface import ProgressFactory
-from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.service.interface import Notify, ProgressFactory
+from pi_sessiond.service.jobs import JobManager
+from pi_sessiond.service.progress import Report, with_progress
+from pi_sessiond.service.sessions import livewriter
+from pi_sessiond.service.sessions.scope import Scope
 from pi_sessiond.store.session import Session
 
-JsonDict = dict[str, Any]
 CONNECT_SECONDS = 10.0
 FORWARD_SECONDS = 900.0  # a forwarded compaction runs a whole summary in Pi
 CANCEL_GRACE_SECONDS = 10.0
 ERRORS: dict[str, type[PiError]] = {"nothingToCompact": NothingToCompact, "cancelled": Rejected}
 
 
-async def compact_in_pi(
-    core: Core, opened: OpenSession, body: LockBody, params: CompactParams, progress: ProgressFactory
-) -> CompactResult:
-    """``pi/compact`` carried out by the live Pi ``body`` names: a job of the session, with a progress bar."""
+@attrs.frozen
+class Forwarding:
+    """``pi/compact`` requests carried out by a live Pi; ``forwarded`` holds each one's progress report, by id,
+    for the ``pi/summarize {forRequest}`` that Pi's half sends back."""
 
-    async def work() -> CompactResult:
-        return await with_progress(progress, "Compacting session (in Pi)", params.work_done_token,
-                                   lambda report: _forwarded(core, opened, body, params, report))
+    notify: Notify
+    jobs: JobManager
+    forwarded: dict[str, Report] = attrs.field(factory=dict)
 
-    return await core.jobs.run(opened.key, "compaction", "manual", work)
+    async def compact_in_pi(
+        self, scope: Scope, body: LockBody, params: CompactParams, progress: ProgressFactory
+    ) -> CompactResult:
+        """``pi/compact`` carried out by the live Pi ``body`` names: a job of the session, with a progress bar."""
+
+        async def work() -> CompactResult:
+            return await with_progress(progress, "Compacting session (in Pi)", params.work_done_token,
+                                       lambda report: self._forwarded(scope, body, params, report))
+
+        return await self.jobs.run(scope.key, "compaction", "manual", work)
+
+    async def _forwarded(self, scope: Scope, body: LockBody, params: CompactParams, report: Report) -> CompactResult:
+        request_id = uuid.uuid4().hex
+        self.forwarded[request_id] = report
+        report("compacting in Pi", 0)
+        try:
+            answer = await forward(body, methods.COMPACT,
+                                   {"customInstructions": params.custom_instructions, "forRequest": request_id})
+        finally:
+            self.forwarded.pop(request_id, None)
+        result = _result(scope, answer)
+        self.notify(methods.COMPACTED, Compacted(session_id=scope.key, entry=result.entry, reason="manual"))
+        self.notify(methods.SESSION_CHANGED, SessionChanged(session_id=scope.key, leaf_id=str(result.entry["id"]),
+                                                            reason="compaction"))
+        report("done", 100)
+        return result
 
 
-async def _forwarded(core: Core, opened: OpenSession, body: LockBody, params: CompactParams,
-                     report: Report) -> CompactResult:
-    request_id = uuid.uuid4().hex
-    core.forwarded[request_id] = report
-    report("compacting in Pi", 0)
-    try:
-        answer = await forward(body, methods.COMPACT,
-                               {"customInstructions": params.custom_instructions, "forRequest": request_id})
-    finally:
-        core.forwarded.pop(request_id, None)
-    result = _result(opened, answer)
-    core.notify(methods.COMPACTED, Compacted(session_id=opened.key, entry=result.entry, reason="manual"))
-    core.notify(methods.SESSION_CHANGED, SessionChanged(session_id=opened.key, leaf_id=str(result.entry["id"]),
-                                                        reason="compaction"))
-    report("done", 100)
-    return result
-
-
-def _result(opened: OpenSession, answer: Any) -> CompactResult:
+def _result(scope: Scope, answer: Any) -> CompactResult:
     entry = answer.get("entry") if isinstance(answer, dict) else None
     if not isinstance(entry, dict) or entry.get("type") != "compaction":
         raise SummarizerFailed("Pi answered the forwarded compaction without a compaction entry")
-    assert opened.session.path is not None
-    fresh = Session.open(opened.session.path)  # what Pi wrote, read back (read-only)
+    path = scope.session.path
+    assert path is not None
+    fresh = Session.open(path)  # what Pi wrote, read back (read-only)
     after = estimated_tokens_after(fresh)
     fresh.close()
     before = int(entry.get("tokensBefore") or answer.get("tokensBefore") or 0)

@@ -29,19 +29,18 @@ from pathlib import Path
 from pi_protocol import unstructure
 from pi_protocol.live import LockBody
 from pi_sessiond.errors import LiveWriter
-from pi_sessiond.service.core import Core
-from pi_sessiond.service.registry import OpenSession
+from pi_sessiond.service.sessions.scope import Scope
 from pi_sessiond.store import lockinfo
 
 
-def check_live_writer(core: Core, opened: OpenSession, *, force: bool, action: str) -> None:
+def check_live_writer(scope: Scope, *, force: bool, action: str) -> None:
     """Fold in other writers' lines; :class:`LiveWriter` if one appended lately and not ``force``.
 
     ``action`` names the operation in the message ("compact", "navigate with a summary").
     """
-    session = opened.session
+    session = scope.session
     session.refresh()
-    window = core.settings_for(opened).daemon.live_writer_seconds
+    window = scope.settings.daemon.live_writer_seconds
     last = session.last_foreign_append
     if force or last is None or window <= 0:
         return
@@ -49,7 +48,7 @@ def check_live_writer(core: Core, opened: OpenSession, *, force: bool, action: s
     if age > window:
         return
     raise LiveWriter(
-        f"another program (a running Pi?) appended to {session.path or opened.key} {max(age, 0):.0f} s ago; "
+        f"another program (a running Pi?) appended to {session.path or scope.key} {max(age, 0):.0f} s ago; "
         f"to {action} now could leave its next turns on a side branch. Close the session in Pi (or install "
         "the pi-sessiond Pi extension so Pi does it), or retry with force (CLI --force) to write on the "
         "newest leaf",

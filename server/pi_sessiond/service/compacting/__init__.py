@@ -1,0 +1,1 @@
+"""Compaction requests: manual, overflow and automatic; drafts; background preparation; forwarding to a live Pi."""

@@ -1,0 +1,41 @@
+"""The summarizer seam: a summarizer built from ``summarizer.*``, and how summaries are asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from pi_protocol.settings import Settings
+from pi_sessiond.pipeline.requests import OutputLimit
+from pi_sessiond.pipeline.summaries import RunOptions
+from pi_sessiond.service.models import summarizer_max_output
+from pi_sessiond.service.progress import Report
+from pi_sessiond.summarizers.base import Summarizer
+from pi_sessiond.summarizers.config import SummarizerSettings, summarizer_settings
+
+SummarizerFactory = Callable[[SummarizerSettings], Summarizer]
+
+
+@attrs.frozen
+class Summarizers:
+    """Makes summarizers (the factory is swapped in tests and by the library API)."""
+
+    factory: SummarizerFactory
+
+    def open(self, settings: Settings) -> Summarizer:
+        """A summarizer built from ``summarizer.*`` (close it with ``aclose``)."""
+        return self.factory(summarizer_settings(settings.summarizer))
+
+
+def run_options(settings: Settings, report: Report | None = None) -> RunOptions:
+    """How summaries are asked for under ``settings``; each retry is reported through ``report``."""
+    section = settings.summarizer
+    limit = OutputLimit(
+        max_tokens=section.max_tokens,
+        model_max_output=summarizer_max_output(settings),
+        context_window=section.context_window,
+    )
+    on_retry = (lambda notice: report(notice.message, None)) if report is not None else None
+    return RunOptions(limit=limit, retry=settings.retry, parallel_split_turn=section.parallel_split_turn,
+                      on_retry=on_retry)

@@ -1,0 +1,1 @@
+"""The wire: LSP framing, stdio, the TCP/Unix/WebSocket listeners and who may connect."""
