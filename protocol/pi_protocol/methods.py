@@ -1,9 +1,9 @@
-"""The method table: every ``pi/*`` request, notification and hook of PROTOCOL.md, declared once.
+"""The method table: every ``pi/*`` request, notification and hook, declared once.
 
 The name constants are what other tools rely on. :data:`METHODS` says, per
 client -> daemon request, its params and result classes, whether it takes a
 ``workDoneToken`` (progress and cancel button), which ``data.reason`` values
-of PROTOCOL.md "Errors" it may answer besides the ones every request may
+of :data:`~pi_protocol.errors.REASONS` it may answer besides the ones every request may
 (``invalidParams``, and ``busy`` / ``tooLarge`` from the JSON-RPC layer), the
 service method that answers it and a one-line doc. The daemon registers its
 handlers from this table; ``scripts/gen_protocol.py`` generates the

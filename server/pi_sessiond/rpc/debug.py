@@ -6,7 +6,7 @@ bench's trivial request when ``pi/estimateTokens`` is absent), ``debug/slow``
 ``debug/typed`` (params structured as ``GetContextParams``), ``debug/stats`` (bookkeeping table sizes and RSS,
 for leak tests), ``debug/notify``, ``debug/hook``, ``debug/fail`` and
 ``debug/configuration`` (what the glue passed to the daemon). Not part of
-PROTOCOL.md.
+the protocol: ``docs/protocol.md`` does not list them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Heavy calls off the event loop, one session at a time (issue 15, finding 7).
+"""Heavy calls off the event loop, one session at a time, so no client waits for another's big file.
 
 Opening a big file, listing a folder of them and building a tree, a context
 or stats over a million lines take seconds; on the one event loop every other

@@ -9,7 +9,7 @@ Contracts:
   nothing of the request is written then.
 - Durability: ``daemon.fsync`` ``always`` fsyncs every append, ``never`` not.
 - The auto-compaction check mirrors Pi's ``_checkCompaction`` threshold
-  branch (reference §9.2) for the last assistant message of the append; the
+  branch (not its overflow branch) for the last assistant message of the append; the
   loop guard allows one automatic compaction per turn (a user message starts
   a turn), and none beside a running job. Below the threshold,
   ``compaction.prepareAt`` may start a background draft (``service.preparing``);
@@ -115,7 +115,7 @@ def _track_turn(opened: OpenSession, written: Sequence[Entry]) -> None:
 
 
 def threshold_reached(session: Session, written: Sequence[Entry], window: int, settings: Settings) -> bool:
-    """Pi's threshold check for the last assistant message appended (reference §9.2, step 6)."""
+    """Pi's threshold check for the last assistant message appended (its threshold step, not the overflow one)."""
     last = next((e for e in reversed(written) if e.role == "assistant"), None)
     message = last.message if last is not None else None
     if message is None or message.get("stopReason") == "aborted":

@@ -1,6 +1,6 @@
 """An index of a large session file kept across daemon runs, so a reopen reads only what it needs.
 
-Goes beyond PROTOCOL.md (setting ``daemon.openIndex``). When a v3 file of at
+An addition of ours, not Pi's (setting ``daemon.openIndex``). When a v3 file of at
 least ``MIN_LINES`` lines is opened by a full scan (``scan.py``), the scan's
 columns (per line: id, parent, the byte position of its newline; the lines the
 per-line reader read) are saved by :func:`save` — called off the request path —

@@ -1,6 +1,6 @@
 """One session: its file, its tree and the write rules.
 
-Write rules (PROTOCOL.md "Session data", reference §1.8):
+Write rules (a file Pi wrote opens here, and a file written here opens in Pi):
 - Loading never writes the session file (a large one's open index goes to the
   cache, ``store/openindex.py``, saved by the caller off the request path). A
   migrated (v1/v2) file is rewritten once as v3, atomically, right before the
