@@ -8,7 +8,7 @@ to ``$XDG_CACHE_HOME/pi-sessiond/open-index/<sha256 of the real path>.idx``
 (folder 0700, file 0600, written to a temp file and renamed; never beside the
 session file, which is never written).
 
-:func:`open_indexed` uses an index only when it provably describes the file's
+:func:`read_session` uses an index only when it provably describes the file's
 prefix of ``size`` bytes (the bytes up to the last newline at save time): same
 device and inode, the file at least that long, the prefix's first 4 KiB and last
 64 KiB hash-equal to the saved hashes (just those bytes are read; at the very
