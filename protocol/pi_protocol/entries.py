@@ -1,6 +1,6 @@
 """The session header and every entry type of a Pi session file.
 
-Field order is the order Pi writes the keys (reference §1.2, §1.4): most
+Field order is the order Pi writes the keys, so our lines read like Pi's: most
 entries start ``type, id, parentId, timestamp``; ``custom`` and
 ``custom_message`` put their own fields first. Entries of an unknown type
 stay plain dicts.

@@ -1,7 +1,7 @@
 """JSON-RPC errors, declared once: every reason with its code and meaning.
 
 :data:`REASONS` is the one table (reason -> :class:`Reason`): the standard
-JSON-RPC errors and ours (PROTOCOL.md "Errors" and "Additions" -> "Errors").
+JSON-RPC errors and ours (``docs/protocol.md`` "Errors" is generated from it).
 The daemon raises ``pi_sessiond.errors.PiError`` subclasses, each naming a
 key of this table, and answers them with ``data.reason``; only the JSON-RPC
 boundary (``pi_sessiond/rpc/errors.py``) looks a code up here. Framing

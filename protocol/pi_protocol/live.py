@@ -1,6 +1,6 @@
 """A session held by a live Pi: the lock body, ``pi/summarize`` and its DRAFT, ``pi/sessionLive``.
 
-PROTOCOL.md "Additions" fixes these names. The lock body is the one JSON line
+The Pi extension (``editors/pi``) relies on these names. The lock body is the one JSON line
 the holder of ``<file>.lock`` writes (``program`` is ``pi-sessiond`` or
 ``pi``; ``socket`` is where a live Pi accepts forwarded requests); the same
 converter writes it, so it is camelCase like the wire.

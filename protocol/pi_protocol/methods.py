@@ -3,7 +3,7 @@
 The name constants are what other tools rely on. :data:`METHODS` says, per
 client -> daemon request, its params and result classes, whether it takes a
 ``workDoneToken`` (progress and cancel button), which ``data.reason`` values
-of :mod:`pi_protocol.errors` it may answer besides the ones every request may
+of :data:`~pi_protocol.errors.REASONS` it may answer besides the ones every request may
 (``invalidParams``, and ``busy`` / ``tooLarge`` from the JSON-RPC layer) and a
 one-line doc. The daemon registers one handler per row (its ``HANDLERS``
 table binds each name to a ``Daemon`` method); ``scripts/gen_protocol.py``

@@ -1,4 +1,4 @@
-"""Parameters of every ``pi/*`` request (PROTOCOL.md "Methods").
+"""Parameters of every ``pi/*`` request (``docs/protocol.md`` lists them per method).
 
 Unknown keys are tolerated (``extra``) so newer clients can talk to us; a
 wrong type or a missing required field is an ``-32602`` naming the field.

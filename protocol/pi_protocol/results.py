@@ -2,8 +2,8 @@
 
 ``entry``/``entries``/``header`` fields are Pi's JSON objects passed through
 (:data:`~pi_protocol.entries.RawEntry`, :data:`~pi_protocol.entries.RawHeader`).
-Fields marked ``keep_null`` are always present (``null`` when empty), as
-PROTOCOL.md shows them.
+Fields marked ``keep_null`` are always present (``null`` when empty);
+other fields are left out when ``null``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ Reason = Literal["manual", "threshold", "overflow"]
 class SessionInfo:
     """SESSION: what open/create/fork answer.
 
-    ``loading`` (beyond PROTOCOL.md): the file was opened from its end (it is
+    ``loading`` (not in Pi): the file was opened from its end (it is
     at least ``daemon.tailOpenBytes``); ``entryCount`` and ``warnings`` cover
     only the lines read so far, and ``pi/sessionLoaded`` follows once the whole
     file is read. Until then only ``pi/getContext`` of the leaf is answered
@@ -194,7 +194,7 @@ class CompactionFailed:
 
     ``error_message`` is ``null`` when ``aborted`` (cancelled by the client or
     a hook), as Pi leaves it out then; ``error_reason`` is the error's
-    ``reason`` (PROTOCOL.md "Errors"; ``cancelled`` for a cancellation).
+    ``reason`` (a key of :data:`~pi_protocol.errors.REASONS`; ``cancelled`` for a cancellation).
     """
 
     session_id: str
@@ -222,7 +222,7 @@ class TreeNavigated:
 
 @attrs.define(kw_only=True)
 class SessionLoaded:
-    """``pi/sessionLoaded`` (beyond PROTOCOL.md): a session opened with ``loading: true`` was read in full.
+    """``pi/sessionLoaded`` (not in Pi): a session opened with ``loading: true`` was read in full.
 
     ``entryCount`` and ``warnings`` are the whole file's. ``contextChanged``:
     the leaf or its context is not what ``pi/getContext`` answered while it

@@ -1,4 +1,4 @@
-"""The settings tree (PROTOCOL.md "Settings"): every key, its default and its allowed values, once.
+"""The settings tree: every key, its default and its allowed values, once.
 
 SETTINGS has the shape of Pi's ``settings.json`` plus our additions: snake_case
 here, camelCase in the files and on the wire through the one converter. Each
@@ -159,9 +159,9 @@ class DaemonSettings:
     ``idle_connection_seconds`` are read by the TCP, WebSocket and Unix listeners.
     ``open_index``: keep an index of each large session file (20,000 lines or
     more) in ``$XDG_CACHE_HOME/pi-sessiond/open-index/`` so the next daemon
-    reopens it reading only what it needs (``store/openindex.py``; goes beyond PROTOCOL.md).
+    reopens it reading only what it needs (``store/openindex.py``; Pi has no such setting).
     ``tail_open_bytes``: a file at least this large is opened from its end
-    (``store/tailopen.py``, ``service/loading.py``; beyond PROTOCOL.md).
+    (``store/tailopen.py``, ``service/loading.py``; not in Pi either).
     """
 
     hook_timeout_seconds: float | None = setting(30, above=0)

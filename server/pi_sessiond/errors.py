@@ -1,4 +1,4 @@
-"""The daemon's one exception tree (STYLE.md habit 6: typed inside, standard outside).
+"""The daemon's one exception tree (typed inside, standard outside).
 
 Every failure a client or a command-line user should see is a
 :class:`PiError`. Its class names a ``reason``, a key of

@@ -2,7 +2,7 @@
 
 The daemon runs as a subprocess (``python -m pi_sessiond serve``) driven by a
 pytest-lsp ``LanguageClient`` with the dict-preserving converter. Hang traps
-avoided (lsp-pygls.md §3):
+avoided:
 
 * every wait has a deadline (:func:`call`, :func:`wait_event`, :func:`settle`);
 * requests that may be cancelled are sent at once with

@@ -1,4 +1,4 @@
-"""Every request of PROTOCOL.md's method table against the real daemon subprocess (pytest-lsp).
+"""Every request of the method table against the real daemon subprocess (pytest-lsp).
 
 Each test starts its own daemon (``daemons.start``) with ``sessionsDir`` in the
 test's tmp folder and ``PI_CODING_AGENT_DIR`` pointed at an empty folder; the

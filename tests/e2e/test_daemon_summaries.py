@@ -40,7 +40,7 @@ from tests.loopback_provider import Fault, LoopbackProvider
 
 SMALL_KEEP = {"compaction": {"keepRecentTokens": 2000}}
 TINY_RETRY = {"retry": {"baseDelayMs": 1}}  # Pi's 2000 ms base would make failure tests slow
-# ``$/progress`` on a client-chosen ``workDoneToken`` is legal LSP, but pytest-lsp warns (lsp-pygls.md §3.5)
+# ``$/progress`` on a client-chosen ``workDoneToken`` is legal LSP, but pytest-lsp warns
 pytestmark = pytest.mark.filterwarnings("ignore::pytest_lsp.LspSpecificationWarning")
 
 

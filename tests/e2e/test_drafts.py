@@ -1,4 +1,4 @@
-"""``pi/compact {draft: true}`` and ``pi/commitDraft`` against the real daemon (issue 18, item 3).
+"""``pi/compact {draft: true}`` and ``pi/commitDraft`` against the real daemon.
 
 A draft writes nothing; its commit writes exactly the entry ``pi/compact`` would
 have, under the leaf rules of that moment, without asking the model again.

@@ -1,6 +1,6 @@
 """The LSP lifecycle through a real LSP client (pytest-lsp) and TCP mode with raw sockets.
 
-Hang traps avoided (lsp-pygls.md §3): requests that must be cancelled are sent
+Hang traps avoided: requests that must be cancelled are sent
 with ``protocol.send_request`` (sent at once), notifications are awaited with
 ``protocol.wait_for_notification_async`` registered before the trigger, and
 fixtures are function-scoped. Every wait has a deadline.

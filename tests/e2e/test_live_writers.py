@@ -1,4 +1,4 @@
-"""Beside a running Pi (issue 13): another writer followed exactly, and the ``liveWriter`` guard.
+"""Beside a running Pi: another writer followed exactly, and the ``liveWriter`` guard.
 
 The other writer is ``tests/soak/live_writer.py``: Pi-style lines (parent =
 the file's last entry, one write each, no lock). Every check loads the file
@@ -74,7 +74,7 @@ def data_of(error: JsonRpcException) -> dict[str, Any]:
 async def test_a_writer_appending_while_a_summary_streams_stays_in_the_context(
     daemons: Daemons, tmp_path: Path
 ) -> None:
-    """Issue 13, finding 2: the compaction was parented on the leaf from before the summary."""
+    """Regression: the compaction was parented on the leaf from before the summary."""
     path = generated(tmp_path / "s.jsonl", entries=150, seed=7)
     async with LoopbackProvider() as loopback:
         loopback.set_default(Fault("ok", chunk_delay=0.05, delay=0.3))

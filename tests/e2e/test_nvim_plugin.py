@@ -182,7 +182,7 @@ vim.cmd('qall!')
 
 
 def test_the_statusline_shows_the_estimate_after_a_compaction(nvim: str, tmp_path: Path) -> None:
-    """Pi's ``contextTokens`` is ``null`` right after a compaction: the gauge shows ``~N%`` (issue 17, item 4)."""
+    """Pi's ``contextTokens`` is ``null`` right after a compaction: the gauge shows ``~N%``."""
     script = tmp_path / "gauge.lua"
     script.write_text(GAUGE)
     done, _ = _run_nvim(nvim, script, tmp_path, {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}, timeout=60)

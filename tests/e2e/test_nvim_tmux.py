@@ -206,7 +206,7 @@ def _walk(tmux: Tmux, session: Path) -> None:
 
     tmux.command("PiCompact")
     tmux.wait_text(r"compacted: \d+ → \d+ tokens")
-    tmux.wait_text(r"π ~\d+%")  # the estimate after a compaction (issue 17, item 4)
+    tmux.wait_text(r"π ~\d+%")  # the estimate after a compaction
     tmux.shot("compacted")
     tmux.command("PiStats")
     tmux.wait_text(rf"compactions: {compactions + 1}, branch summaries: {summaries}\n")

@@ -1,4 +1,4 @@
-"""Heavy calls run off the event loop and the session state stays consistent (issue 15, finding 7).
+"""Heavy calls run off the event loop and the session state stays consistent.
 
 No wall-clock asserts (latency goals are in ``bench/bench_offload.py``): the
 tests check *order* — a small request sent after a heavy one is answered

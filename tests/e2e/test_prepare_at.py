@@ -1,4 +1,4 @@
-"""``compaction.prepareAt`` against the real daemon and the loopback provider (issue 18, item 2).
+"""``compaction.prepareAt`` against the real daemon and the loopback provider.
 
 The loopback provider records every request, so reuse is proven by counting
 them: a draft prepared in the background is what the threshold compaction,

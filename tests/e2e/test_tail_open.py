@@ -1,4 +1,4 @@
-"""A big session opened tail-first through the daemon (issue 12): the leaf's context first, the whole file after.
+"""A big session opened tail-first through the daemon: the leaf's context first, the whole file after.
 
 Each test opens the same file in a daemon that reads whole files
 (``daemon.tailOpenBytes: 0``) and in one that opens every file tail-first

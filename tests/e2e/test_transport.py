@@ -1,7 +1,7 @@
 """Raw bytes against the real daemon subprocess: framing, error replies, limits, leaks, exit codes.
 
-One row per case of lsp-pygls.md §1.10 (where stock pygls 2.1.1 drops,
-desynchronises or crashes), each followed by a good request to show the daemon
+One row per case where stock pygls 2.1.1 drops,
+desynchronises or crashes, each followed by a good request to show the daemon
 keeps serving — or, for a frame no framing can recover from, that it stops at
 once with exit code 1. The ``debug/*`` methods come from
 ``PI_SESSIOND_DEBUG_METHODS=1``.
@@ -281,7 +281,7 @@ def test_invalid_initialization_options_are_32602_naming_the_field(raw: Raw) -> 
 
 @pytest.mark.parametrize("options", [[], {"settings": []}, None], ids=["empty-array", "settings-empty-array", "null"])
 def test_lua_s_empty_tables_are_no_options(options: object) -> None:
-    """Neovim encodes an empty Lua table as ``[]``: ``setup({})`` must start the daemon (issue 17, item 1)."""
+    """Neovim encodes an empty Lua table as ``[]``: ``setup({})`` must start the daemon."""
     server = Raw()
     try:
         params = {"processId": None, "capabilities": {}, "initializationOptions": options}
@@ -488,7 +488,7 @@ def test_stdout_redirected_to_a_regular_file_still_gets_every_reply(tmp_path: Pa
 
 
 def test_work_in_flight_at_end_of_input_finishes_and_is_answered(tmp_path: Path) -> None:
-    """``printf FRAMES | pi-sessiond serve`` can compact: EOF gives in-flight requests time to finish (issue 17)."""
+    """``printf FRAMES | pi-sessiond serve`` can compact: EOF gives in-flight requests time to finish."""
     from pi_sessiond.examples import example_path
 
     session = tmp_path / "example.jsonl"

@@ -305,7 +305,7 @@ def _walk(bench: Workbench, session: Path) -> None:
     bench.run("Pi: Compact Session")
     bench.type_in_input("")
     bench.notification(r"Pi: compacted \(")
-    after = bench.status(r"^Pi ~\d+%")  # the estimate until real usage (issue 17, item 4)
+    after = bench.status(r"^Pi ~\d+%")  # the estimate until real usage
     assert after != status
     # A turn opens: the assistant's tool calls show with their targets.
     bench.expand_row("ok, create a branch refactor", "⟨bash cd ")

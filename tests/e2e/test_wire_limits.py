@@ -1,4 +1,4 @@
-"""Bounded work on the wire (issue 15, finding 3): batch items and the batch's total reply size are capped.
+"""Bounded work on the wire: batch items and the batch's total reply size are capped.
 
 Sizes are larger than the ones that broke the daemon (a batch of a few megabytes);
 full-size floods are in ``tests/soak/test_wire_floods.py``.

@@ -1,4 +1,4 @@
-"""Issue 15, finding 1 and part of 9, tried as a local attacker would: the real daemon, real sockets.
+"""Who may connect, tried as a local attacker would: the real daemon, real sockets.
 
 Every attack is a test: a connection without the secret is answered ``-32014`` and
 closed before anything runs; a foreign ``Origin`` never gets a WebSocket; a

@@ -1,6 +1,6 @@
 """Real write faults against the real daemon: every refused write is ``writeFailed`` and leaves no byte behind.
 
-Issue 15, finding 8. The daemon runs as a subprocess (stdio, LSP framing);
+The daemon runs as a subprocess (stdio, LSP framing);
 the faults are the OS's own wherever the machine allows it:
 
 - ``EFBIG``: ``RLIMIT_FSIZE`` set in the daemon's process (``preexec_fn``), so a

@@ -1,4 +1,4 @@
-"""The planted-fact fidelity suite (issue 14, the measuring side).
+"""The planted-fact fidelity suite: how many planted facts a summary keeps.
 
 ``heldout`` loads the held-out phrasings (``data/heldout.toml``), ``material``
 holds the generator's own filler vocabulary, ``sessions`` writes Pi v3 session

@@ -1,9 +1,9 @@
-"""The planted-fact suite at smoke size: the held-out list, the generator, the scorer, issue 14's targets.
+"""The planted-fact suite at smoke size: the held-out list, the generator, the scorer, the targets.
 
 Sessions come from :mod:`tests.fidelity.scenarios` (``SMOKE``); the offline
 summarizer runs through the real ``pi-sessiond compact``/``navigate`` command
 line, the model through the real daemon with a loopback provider that answers
-with a deliberately incomplete summary. Targets (issue 14): modified files,
+with a deliberately incomplete summary. Targets: modified files,
 constraints, the last request and the last error at 100%, the summary at most
 12k tokens over 10 repeated compactions, a model answer with other headings
 compacts, a cut-off answer is ``summaryIncomplete``, a non-shrinking one

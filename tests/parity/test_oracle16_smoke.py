@@ -66,7 +66,7 @@ def test_context_leads_with_the_checkpoint(pi16: PiOracle, tmp_path: Path) -> No
     assert context["systemMessage"]["content"] == "You are Pi."
 
 
-# ----- the compaction ops, checked against facts of shared/reference/pi-1.6.md (items 5-8, 10, 14)
+# ----- the compaction ops, checked against what Pi 1.6.0 changed (cut point, tokens, serialization, branches, fork)
 IMAGE = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
 USAGE = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 12000}
 

@@ -1,7 +1,7 @@
 """Smoke tests: the Pi 0.73.1 oracle runs and gives the known numbers on Pi's fixture.
 
 The expected values were recorded from 0.73.1 itself (see docs/history/pi-0.73.1.md);
-where they differ from the v0.58.3 reference (§5.6) that is 0.73.1's repeated-
+where they differ from v0.58.3's numbers, that is 0.73.1's repeated-
 compaction range, not an oracle bug.
 """
 

@@ -175,7 +175,7 @@ def assert_rewrite_matches(ours: Session, pi: Json, original: Path) -> None:
     for n, (a, b) in enumerate(zip(our_lines, pi_lines, strict=True), start=1):
         assert a == b, f"line {n} differs"
     if ours.source_version < 3:
-        assert ours._needs_rewrite  # written back (once) like Pi
+        assert ours._file.needs_rewrite  # written back (once) like Pi
     else:
         assert pi_text == original.read_text(encoding="utf-8")  # v3: nobody rewrites
 

@@ -1,4 +1,4 @@
-"""pi_protocol.errors: one table of reasons, codes and descriptions (PROTOCOL.md "Errors")."""
+"""pi_protocol.errors: one table of reasons, codes and descriptions, as ``docs/protocol.md`` "Errors" lists them."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ DOCUMENTED = {
     "summaryIncomplete": -32013,
     "unauthorized": -32014,
 }
-"""PROTOCOL.md "Errors", the standard codes and "Additions" -> "Errors", copied by hand."""
+"""Every reason and its code, copied by hand: a changed code must be a deliberate change here too."""
 
 
 def test_the_table_is_the_documented_one() -> None:

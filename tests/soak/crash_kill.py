@@ -1,4 +1,4 @@
-"""Crash-safety soak (issue 8, item 1): SIGKILL the real daemon at random moments.
+"""Crash-safety soak: SIGKILL the real daemon at random moments.
 
     python -m tests.soak.crash_kill --kills 200 --seed 1 [--workdir DIR]
 

@@ -1,4 +1,4 @@
-"""Live-writer soak (issue 13): a Pi-style writer appends while the daemon appends and compacts.
+"""Live-writer soak: a Pi-style writer appends while the daemon appends and compacts.
 
 ``python -m tests.soak.live_soak --rate 20 --seconds 60`` starts the real
 daemon (stdio, summaries streamed from the loopback provider), opens a

@@ -1,4 +1,4 @@
-"""Provider fault soak: summaries through a misbehaving loopback provider (issue 8, items 5 and 6).
+"""Provider fault soak: summaries through a misbehaving loopback provider.
 
 ``python -m tests.soak.provider_soak --jobs N [--concurrency K] [--seed S]``
 starts ONE daemon (``--log-file``, ``--log-level debug``, the key in
@@ -19,7 +19,7 @@ Checked:
   failure or cancellation left the file byte for byte as it was; every error is
   a clear JSON-RPC error (``-32005`` with ``data.status`` and a message,
   ``-32013`` for a tool-only answer, ``-32800`` only for a job we cancelled,
-  or another code of PROTOCOL.md);
+  or another code of ``pi_protocol.errors.REASONS``);
 * at the end: every session file parses line by line; the daemon's RSS,
   sampled every 100 jobs, grew less than 20 %; its open fds and asyncio tasks
   are back where they started; the secret is in no log line, reply,

@@ -19,7 +19,7 @@ from pi_sessiond.summarizers.config import summarizer_settings
 
 from .service.fakes import make_daemon
 
-# PROTOCOL.md "Settings", verbatim (with the keys of its "Additions" that have landed).
+# The documented defaults, copied by hand: a changed default must be a deliberate change here too.
 PROTOCOL_DEFAULTS = {
     "compaction": {"enabled": True, "reserveTokens": 16384, "keepRecentTokens": 20000, "modelOverrides": {},
                    "masking": {"enabled": False, "tools": ["read", "bash", "grep", "find", "ls"], "minTokens": 500,
@@ -206,7 +206,7 @@ def test_command_line_settings_use_the_same_layers(
 
 
 def test_daemon_and_security_are_global_only() -> None:
-    """A cloned repository cannot lower durability, raise limits or grant itself wire rights (issue 15, 6)."""
+    """A cloned repository cannot lower durability, raise limits or grant itself wire rights."""
     project = {"daemon": {"fsync": "never", "maxConnections": 100000}, "security": {"allowWireApiKeyEnv": True},
                "tokenizer": "cl100k"}
     got = resolve([Layer("global", {"daemon": {"maxBatchItems": 10}}, "/g.json"), Layer("project", project, "/p.json")])

@@ -1,4 +1,4 @@
-"""The project layer applies only where Pi's trust store trusts the folder (issue 15, finding 6).
+"""The project layer applies only where Pi's trust store trusts the folder.
 
 The trust file is written by Pi 1.6.0's own ``ProjectTrustStore`` (node, the parity
 packages) when they are installed, else the way it writes it (``write_pi_trust``).

@@ -1,6 +1,6 @@
 -- :PiCancel of a compaction whose model never finishes answering (the loopback
 -- provider in `stall` mode): the job ends within 0.5 s, reported as cancelled
--- (not an error), and the session file is unchanged (issue 17, item 5).
+-- (not an error), and the session file is unchanged.
 --
 -- Environment: PI_TEST_SESSION (a copy, opened), PI_TEST_PROVIDER_URL (stalling),
 -- PI_TEST_PYTHON. Exits 0 when every check passed, `cquit 1` otherwise.

@@ -1,6 +1,6 @@
 -- The README's setup: `require('pi_sessiond').setup({})` with nothing else, the
 -- daemon found as `pi-sessiond` on $PATH. Lua encodes an empty table as `[]`;
--- the daemon must still start and answer (issue 17, item 1).
+-- the daemon must still start and answer.
 --
 --   nvim --headless -u NONE -c "set rtp+=editors/nvim" -c "luafile editors/nvim/tests/setup_empty.lua"
 --

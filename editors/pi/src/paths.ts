@@ -1,4 +1,4 @@
-// Where things live, as PROTOCOL.md fixes it: the socket directory, the daemon's socket, a live
+// Where things live, named as the daemon names them: the socket directory, the daemon's socket, a live
 // Pi's forwarding socket (a hash of the session's absolute path), and the pi-sessiond command.
 
 import { createHash } from "node:crypto";

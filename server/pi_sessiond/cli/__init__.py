@@ -1,4 +1,4 @@
-"""The ``pi-sessiond`` command line (PROTOCOL.md "Command line").
+"""The ``pi-sessiond`` command line: serve the daemon, or work on a session file without one.
 
 ``pi-sessiond`` with no subcommand (or only serve options such as ``--tcp``)
 serves the daemon; that path imports only what serving needs, so the editor

@@ -1,4 +1,4 @@
-"""Branch collection and preparation for branch summaries (Pi 1.6.0, shared/reference/pi-1.6.md item 10).
+"""Branch collection and preparation for branch summaries (Pi 1.6.0's).
 
 Entries are looked up through ``get_entry(id)`` so any store can be used.
 

@@ -2,7 +2,7 @@
 
 All functions look at ``entries[start:end]`` of one projection
 (``store/projection.py``: Pi's ``buildSessionProjection(path).entries``);
-shared/reference/pi-1.6.md item 6.
+every index below is a position in that list.
 
 Invariants:
 

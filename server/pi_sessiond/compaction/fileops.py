@@ -4,7 +4,7 @@ Invariants:
 
 * ``toolCall`` blocks of ``assistant`` messages count, and so do the calls a
   codemode script made, recorded on its tool result's ``nestedCalls.calls``
-  (Pi 1.6.0, shared/reference/pi-1.6.md item 11); each only when
+  (Pi 1.6.0 counts both); each only when
   ``arguments.path`` is a non-empty string: ``read`` -> read, ``write`` ->
   written, ``edit`` -> edited. Other tools and argument keys are ignored (a
   nested call with only ``argumentsBytes`` has no path).

@@ -2,7 +2,7 @@
 
 ``prepare_compaction(path, settings)`` takes one root-to-leaf path and works on
 its projection (``store/projection.py``, Pi's ``buildSessionProjection(path)``);
-shared/reference/pi-1.6.md items 5, 6, 7 and 11.
+its range, cut point, token counts and file lists are Pi 1.6.0's.
 
 Invariants:
 

@@ -3,7 +3,7 @@
 Input is the output of ``convert_to_llm`` (roles ``user``, ``assistant``,
 ``toolResult``; anything else is ignored).
 
-Invariants (Pi 1.6.0's ``serializeConversation``, shared/reference/pi-1.6.md item 8):
+Invariants (Pi 1.6.0's ``serializeConversation``):
 
 * One part per non-empty piece, parts joined by a blank line: ``[User]: ``,
   then per assistant ``[Assistant]: `` (texts joined by newlines; present

@@ -1,4 +1,4 @@
-"""Token accounting exactly as Pi 1.6.0 does it (shared/reference/pi-1.6.md items 5, 7).
+"""Token accounting exactly as Pi 1.6.0 does it (``estimateTokens``, ``calculateContextTokens``).
 
 Invariants:
 

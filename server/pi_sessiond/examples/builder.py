@@ -28,6 +28,7 @@ import orjson
 
 from pi_protocol.base import JsonDict
 from pi_sessiond.examples import content as C
+from pi_sessiond.examples import toolcalls
 
 _BASE_MS = 1_762_161_164_318  # 2025-11-03T09:12:44.318Z
 _SYSTEM_TOKENS = 2_480
@@ -233,7 +234,7 @@ class Builder:
             n = min(rng.choice((1, 1, 1, 2, 2, 3)), left - 1)
             if n < 1:
                 break
-            picks = [C.pick_call(rng, task, (k, step, steps), self.cwd) for k in range(n)]
+            picks = [toolcalls.pick_call(rng, task, (k, step, steps), self.cwd) for k in range(n)]
             calls = [self.call(name, args) for name, args, _ in picks]
             blocks: list[JsonDict] = []
             if step == 0 and self.thinking != "off" and rng.random() < 0.6:
@@ -243,7 +244,7 @@ class Builder:
                 blocks.append({"type": "text", "text": rng.choice(lines)})
             self.assistant(blocks + calls, "toolUse")
             for call, (name, args, hint) in zip(calls, picks, strict=True):
-                text, err, details = C.tool_result(rng, name, args, hint, task, self.max_result)
+                text, err, details = toolcalls.tool_result(rng, name, args, hint, task, self.max_result)
                 self.tool_result(call, text, err, details)
             left -= 1 + n
         self.assistant([{"type": "text", "text": C.fill(rng.choice(C.FINALS), task, rng)}],

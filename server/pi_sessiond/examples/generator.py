@@ -39,7 +39,7 @@ from typing import Any
 
 from pi_protocol.base import JsonDict
 from pi_sessiond.examples import content as C
-from pi_sessiond.examples import pi16
+from pi_sessiond.examples import pi16, toolcalls
 from pi_sessiond.examples.builder import GPT, SONNET, Builder
 from pi_sessiond.jsonio import jsontext
 
@@ -126,7 +126,7 @@ def _sink_prelude(b: Builder) -> None:
     read = b.call("read", {"path": f"{b.cwd}/src/routes/users.ts"})
     b.assistant([b.thinking_block("Plan: read users.ts, then fix 東京 deploy 🚀"),
                  {"type": "text", "text": "Reading it."}, read], "toolUse")
-    b.tool_result(read, C.file_text(rng, 900))
+    b.tool_result(read, toolcalls.file_text(rng, 900))
     null = b.call("ls", None)
     b.assistant([null], "toolUse")
     b.tool_result(null, 'Validation failed for tool "ls": arguments must be an object', True, {})

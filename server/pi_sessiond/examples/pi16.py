@@ -1,7 +1,7 @@
 """The ``pi16`` shape: what Pi 1.6.0 writes beyond the v3 basics (our own example data).
 
 A linear coding chain like ``long``, plus, as Pi 1.6.0 writes them
-(shared/reference/pi-1.6.md items 1, 2, 19):
+(system messages, ``context_edit`` and ``usage`` entries):
 
 * a leading ``role: "system"`` message with prompt ``sections`` and ``toolsAdded``, then
   now and then a patch (a section changed or removed, a tool added or removed);

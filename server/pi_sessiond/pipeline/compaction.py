@@ -3,7 +3,7 @@
 Contracts:
 - Pure preparation first (``compaction.prepare``); nothing to summarize is an
   error (:class:`NothingToCompact`) instead of Pi 0.73.1's request for a
-  summary of an empty conversation (newer Pi refuses too, upstream #4811).
+  summary of an empty conversation (newer Pi refuses too).
 - The summary is repaired by the fidelity gate (see ``pipeline.summaries``)
   and must shrink the context: written only if ``estimatedTokensAfter <=
   SHRINK_RATIO x tokensBefore`` (a model is asked once more), else

@@ -1,4 +1,4 @@
-"""Tree navigation with an optional branch summary: Pi's ``navigateTree`` (reference §8.4).
+"""Tree navigation with an optional branch summary: Pi's ``navigateTree``.
 
 Contracts:
 - Navigating to the current leaf does nothing.
@@ -14,7 +14,7 @@ Contracts:
   target: then it is the target's parent and the target's text goes back to
   the editor (``editorText``).
 - ``fromId`` is the abandoned leaf (or ``"root"``), as newer Pi writes it;
-  0.73.1 wrote the new position (upstream #3795). Deliberate fix.
+  0.73.1 wrote the new position. Deliberate fix.
 - Without a summary or label nothing is written (Pi never stores the leaf).
 - The branch is collected once per navigation (:func:`plan_navigation`); a
   caller that already planned (the daemon, to show the branch to its

@@ -10,8 +10,8 @@ construction the text that is sent (before any shrinking on a context-length
 error, which drops the oldest messages and builds again).
 
 Rules (Pi 1.6.0):
-- output limit of every request (:func:`output_limit`, PROTOCOL.md "Settings"
-  additions): ``summarizer.maxTokens``, else the summarizer model's own limit
+- output limit of every request (:func:`output_limit`):
+  ``summarizer.maxTokens``, else the summarizer model's own limit
   (``models`` / Pi's ``models.json`` / the built-in table, resolved by the
   daemon into :class:`OutputLimit`), else ``min(32000, window - input -
   1024)`` with the input estimated as ``ceil(chars / 4)`` of both texts

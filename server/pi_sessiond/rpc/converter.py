@@ -2,7 +2,7 @@
 
 pygls' default converter turns every object in a custom method's ``params``
 into namedtuples (slow, lossy) and drops a request without ``params``
-(lsp-pygls.md §1.2). Here the generic JSON-RPC message classes are built from
+(pygls 2.1). Here the generic JSON-RPC message classes are built from
 the top-level members only (missing ``params``/``result`` become ``None``,
 unknown members are ignored); the pi/* handlers (:mod:`pi_sessiond.rpc.methods`) structure params themselves
 with :func:`pi_protocol.structure`.

@@ -6,7 +6,7 @@ bench's trivial request when ``pi/estimateTokens`` is absent), ``debug/slow``
 ``debug/typed`` (params structured as ``GetContextParams``), ``debug/stats`` (bookkeeping table sizes and RSS,
 for leak tests), ``debug/notify``, ``debug/hook``, ``debug/fail`` and
 ``debug/configuration`` (what the glue passed to the daemon). Not part of
-PROTOCOL.md.
+the protocol: ``docs/protocol.md`` does not list them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pi_protocol.params import GetContextParams
 from pi_sessiond.errors import PiError
 from pi_sessiond.rpc.methods import register_method
 from pi_sessiond.service.interface import ProgressFactory
-from pi_sessiond.store import openindex, tailopen
+from pi_sessiond.store import indexedfile, tailopen
 
 if TYPE_CHECKING:
     from pi_sessiond.rpc.server import PiServer
@@ -78,7 +78,7 @@ def register(server: PiServer) -> None:
             "progressTokens": len(protocol.progress.tokens),
             "tasks": len(asyncio.all_tasks()),
             "rssKiB": _rss_kib(),
-            "openIndex": dict(openindex.STATS),  # bytes read by session opens, index hits and saves
+            "openIndex": dict(indexedfile.STATS),  # bytes read by session opens, index hits and saves
             "tailOpen": dict(tailopen.STATS),  # tail-first opens, the bytes they read, whole-file reads after them
         }
 

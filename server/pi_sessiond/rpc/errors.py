@@ -1,4 +1,4 @@
-"""Exceptions -> JSON-RPC errors: the one place where a reason becomes a code (STYLE.md habit 6).
+"""Exceptions -> JSON-RPC errors: the one place where a reason becomes a code.
 
 A :class:`~pi_sessiond.errors.PiError` answers the code of its ``reason`` in
 ``pi_protocol.errors.REASONS`` with ``data = {"reason": …, **exc.data}``;

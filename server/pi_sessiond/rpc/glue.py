@@ -77,7 +77,7 @@ class LspEventSink:
 
 
 class LspHookClient:
-    """Server -> client hook requests (PROTOCOL.md "Hooks")."""
+    """Server -> client hook requests, sent only for the hooks a client declared at ``initialize``."""
 
     def __init__(self, server: Peer) -> None:
         self._server = server

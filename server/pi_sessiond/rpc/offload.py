@@ -1,4 +1,4 @@
-"""Heavy calls off the event loop, one session at a time (issue 15, finding 7).
+"""Heavy calls off the event loop, one session at a time, so no client waits for another's big file.
 
 Opening a big file, listing a folder of them and building a tree, a context
 or stats over a million lines take seconds; on the one event loop every other
@@ -170,7 +170,7 @@ def encode(value: Any) -> bytes:
         return b"{" + b",".join(orjson.dumps(k) + b":" + encode(v) for k, v in value.items()) + b"}"
     try:
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
-    except TypeError:  # nested deeper than orjson writes (255): the iterative writer (store.deepjson)
+    except TypeError:  # nested deeper than orjson writes (255): the iterative writer (jsonio.deepjson)
         return deep_dumps(value).encode("utf-8")
 
 

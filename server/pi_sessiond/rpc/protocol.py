@@ -1,4 +1,4 @@
-"""The pygls protocol, hardened (lsp-pygls.md §1.5, §1.9, §1.10, §8).
+"""The pygls protocol, hardened: framing, cancellation, shutdown and errors for a daemon.
 
 :class:`PiProtocol` keeps pygls' dispatch, progress and server->client
 machinery and changes what a long-running, headless daemon needs:

@@ -9,7 +9,7 @@ Contracts:
   nothing of the request is written then.
 - Durability: ``daemon.fsync`` ``always`` fsyncs every append, ``never`` not.
 - The auto-compaction check mirrors Pi's ``_checkCompaction`` threshold
-  branch (reference §9.2) for the last assistant message of the append; the
+  branch (not its overflow branch) for the last assistant message of the append; the
   loop guard allows one automatic compaction per turn (a user message starts
   a turn), and none beside a running job. Below the threshold,
   ``compaction.prepareAt`` may start a background draft (``service.preparing``);

@@ -39,7 +39,7 @@ class HookClient(Protocol):
 
         Raises ``TimeoutError`` after ``timeout`` seconds (``None``: wait) and
         any exception when the client answers with an error; callers log and
-        ignore those (PROTOCOL.md: a failing hook never blocks the default path).
+        ignore those (a failing hook never blocks the default path).
         """
         ...
 

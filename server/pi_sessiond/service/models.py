@@ -1,4 +1,4 @@
-"""The agent model's context window and the summarizer model's output limit (PROTOCOL.md "Settings").
+"""The agent model's context window and the summarizer model's output limit.
 
 Window resolution order: ``contextWindow`` if set; else
 ``models["<provider>/<modelId>"].contextWindow`` (the settings, then Pi's

@@ -1,6 +1,6 @@
 """``pi/navigateTree``: Pi's ``navigateTree`` with the ``beforeTree`` and ``reviewSummary`` hooks.
 
-Contracts:
+Contracts (Pi's ``navigateTree``, plus the hooks):
 - The target being the leaf is a no-op: nothing written, no notification.
 - ``pi/beforeTree`` is asked on every other navigation (when declared):
   ``{cancel: true}`` answers ``{cancelled: true}`` and changes nothing; a

@@ -1,4 +1,4 @@
-"""The daemon's settings layers, with their sources and issues (PROTOCOL.md "Settings").
+"""The daemon's settings layers, with their sources and issues.
 
 Layers, lowest first: ``default`` < ``global`` (``<agent dir>/settings.json``)
 < ``project`` (``<cwd>/.pi/settings.json``, only where Pi's trust store trusts

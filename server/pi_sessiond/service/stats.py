@@ -1,4 +1,4 @@
-"""Context size and session statistics, as Pi 1.6.0 counts them (shared/reference/pi-1.6.md items 7, 16).
+"""Context size and session statistics, as Pi 1.6.0 counts them.
 
 The context size of a leaf never counts usage from before the newest
 compaction on its path: walking up from the leaf, if a compaction comes

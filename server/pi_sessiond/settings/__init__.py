@@ -1,4 +1,4 @@
-"""Settings: the typed tree of :mod:`pi_protocol.settings`, layered as Pi does (PROTOCOL.md "Settings").
+"""Settings: the typed tree of :mod:`pi_protocol.settings`, layered as Pi does: project over global.
 
 - :mod:`.check` checks one layer against the tree (unknown keys dropped,
   invalid known keys reported with their dotted key);

@@ -1,4 +1,4 @@
-"""Fork to a new file: Pi 1.6.0's ``createBranchedSession`` (``/fork``; shared/reference/pi-1.6.md item 14).
+"""Fork to a new file: Pi 1.6.0's ``createBranchedSession`` (``/fork``).
 
 The new session holds the path root -> ``leaf_id`` without its label entries,
 re-chained: each kept entry's ``parentId`` is the previous kept entry's id

@@ -9,8 +9,8 @@ entry type is one :class:`EntryKind` row here (plus its wire class in
 ``examples/``).
 
 Facts are Pi 1.6.0's (``sessionEntryToContextMessages``, ``projectContextEntry``,
-``findProjectedCutPoint``, ``estimateTokens``; shared/reference/pi-1.6.md items
-1, 2, 5, 6, 7):
+``findProjectedCutPoint``, ``estimateTokens``; differential-tested in
+``tests/parity/``):
 
 * ``EntryKind.messages`` is what the entry contributes to the context before
   edits (``compaction`` rows: the newest compaction only; the projection gives

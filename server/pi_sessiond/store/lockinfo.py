@@ -1,4 +1,4 @@
-"""The body of a session's ``<file>.lock``: who holds the write lock (PROTOCOL.md "The session lock").
+"""The body of a session's ``<file>.lock``: who holds the write lock.
 
 Contracts:
 - The body is one JSON line ``{pid, program, since, socket?}``

@@ -1,6 +1,6 @@
 """An index of a large session file kept across daemon runs, so a reopen reads only what it needs.
 
-Goes beyond PROTOCOL.md (setting ``daemon.openIndex``). When a v3 file of at
+An addition of ours, not Pi's (setting ``daemon.openIndex``). When a v3 file of at
 least ``MIN_LINES`` lines is opened by a full scan (``scan.py``), the scan's
 columns (per line: id, parent, the byte position of its newline; the lines the
 per-line reader read) are saved by :func:`save` — called off the request path —
@@ -8,7 +8,7 @@ to ``$XDG_CACHE_HOME/pi-sessiond/open-index/<sha256 of the real path>.idx``
 (folder 0700, file 0600, written to a temp file and renamed; never beside the
 session file, which is never written).
 
-:func:`open_indexed` uses an index only when it provably describes the file's
+:func:`read_session` uses an index only when it provably describes the file's
 prefix of ``size`` bytes (the bytes up to the last newline at save time): same
 device and inode, the file at least that long, the prefix's first 4 KiB and last
 64 KiB hash-equal to the saved hashes (just those bytes are read; at the very
@@ -26,7 +26,7 @@ the :class:`~pi_sessiond.store.reader.ReadResult` is the same either way
 ``MAX_CACHE_BYTES`` (oldest files removed first).
 
 ``STATS`` counts the bytes read by opens (``debug/stats``: tests compare runs by
-it, never by time).
+it, never by time). The entries made from the file later: ``indexedfile.py``.
 """
 
 from __future__ import annotations
@@ -39,17 +39,16 @@ import re
 import stat
 import tempfile
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from operator import lt
 from pathlib import Path
 
 import orjson
 
-from pi_sessiond.store.entry import Entry
-from pi_sessiond.store.guard import ChangedUnderneathError
-from pi_sessiond.store.reader import _SKELETON, ReadResult, _read_line, _trim, parse_session_bytes
-from pi_sessiond.store.scan import _PLAIN, ScanColumns, assemble, deferred_entry, header_of, scan_session_bytes
-from pi_sessiond.store.table import EntryTable
+from pi_sessiond.store.indexedfile import STATS as STATS  # the counters of every open, read here by debug/stats
+from pi_sessiond.store.indexedfile import assemble_from_file, pread
+from pi_sessiond.store.reader import ReadResult, parse_session_bytes
+from pi_sessiond.store.scan import ScanColumns, header_of, scan_session_bytes
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +59,8 @@ HEAD, TAIL = 4096, 65536
 _MAGIC = b"pi-sessiond open-index\n"
 _COLUMN = re.compile(rb"[ !#-\[\]-~\n]*")  # what ids and parents may hold (scan._PLAIN) and the separator
 _NEWLINE = re.compile(b"\n")
-_ESCAPED_STAMP = re.compile(  # a standard message prefix whose timestamp holds an escape (see _assemble_from)
-    rb'(?:^|\n)\{"type":"message","id":"' + _PLAIN + rb'+","parentId":(?:null|"' + _PLAIN
-    + rb'+"),"timestamp":"[^"\n]*\\'
-)
 _START = re.Match.start
 SAVE_DELAY = 3.0  # seconds between an open and saving its index: the first requests on it go first
-STATS = {"bytesRead": 0, "indexHits": 0, "indexSaves": 0}
 
 
 def cache_dir() -> Path:
@@ -108,20 +102,6 @@ def read_session(path: Path, directory: Path | None) -> tuple[ReadResult, ScanCo
         return parse_session_bytes(buf), None, st
     worth = directory is not None and columns and len(columns[0].ids) > MIN_LINES
     return scanned, columns[0] if worth else None, st
-
-
-def _pread(fd: int, size: int, offset: int) -> bytes:
-    data = os.pread(fd, size, offset)
-    STATS["bytesRead"] += len(data)
-    return data
-
-
-def _read_to_end(fd: int, offset: int) -> bytes:
-    parts = []
-    while chunk := _pread(fd, 1 << 20, offset):
-        parts.append(chunk)
-        offset += len(chunk)
-    return b"".join(parts)
 
 
 # ------------------------------------------------------------------ saving
@@ -251,10 +231,10 @@ def _load(where: Path, path: Path, st: os.stat_result) -> tuple[dict[str, int | 
 
 def _rebuild(fd: int, meta: dict[str, int | str], body: bytes) -> ReadResult | None:
     size, lines, header_end = int(meta["size"]), int(meta["lines"]), int(meta["headerEnd"])
-    first = _pread(fd, min(HEAD, size), 0)
+    first = pread(fd, min(HEAD, size), 0)
     if _hash(first) != meta["head"]:
         raise ValueError("the file's first bytes differ")
-    last = _pread(fd, size - max(0, size - TAIL), max(0, size - TAIL))
+    last = pread(fd, size - max(0, size - TAIL), max(0, size - TAIL))
     if _hash(last) != meta["tail"]:
         raise ValueError("the file's prefix ends otherwise")
     n_ids, n_parents, n_slow = int(meta["ids"]), int(meta["parents"]), int(meta["slow"])
@@ -271,11 +251,11 @@ def _rebuild(fd: int, meta: dict[str, int | str], body: bytes) -> ReadResult | N
     slow_set = set(slow)
     _agrees(first, 0, ids, parents, slow_set, newlines)
     _agrees(last, size - len(last), ids, parents, slow_set, newlines)
-    head = _pread(fd, header_end + 1, 0)
+    head = pread(fd, header_end + 1, 0)
     header = header_of(head, header_end)
     if header is None or len(head) != header_end + 1:
         raise ValueError("the header changed")
-    return _assemble_from(fd, header, ids, parents, list(slow), newlines, size)
+    return assemble_from_file(fd, header, ids, parents, list(slow), newlines, size)
 
 
 def _agrees(window: bytes, offset: int, ids: list[str], parents: list[str], slow: set[int],
@@ -305,97 +285,3 @@ def _check(ids: list[str], parents: list[str], slow: array[int], newlines: list[
         raise ValueError("newlines out of order")
     if slow and (slow[0] < 0 or slow[-1] >= lines or not all(map(lt, slow, slow[1:]))):
         raise ValueError("slow lines out of order")
-
-
-def _assemble_from(fd: int, header: dict[str, object], ids: list[str], parents: list[str], slow: list[int],
-                   newlines: list[int], size: int) -> ReadResult:
-    table = EntryTable()
-    result = ReadResult(header, table, [], size, True, header_line=1, line_count=len(ids) + 1)
-    maker = _FileMaker(os.dup(fd), newlines, table)  # its own descriptor: the caller closes ``fd``
-    table.bind(maker)
-
-    def read_slow(j: int) -> None:
-        start, stop = newlines[j] + 1, newlines[j + 1]
-        buf = _pread(fd, stop - start, start)
-        first, last = _trim(buf, 0, len(buf))
-        if first < last:
-            _read_line(buf, first, last, j + 2, False, result)
-
-    assemble(table, maker, ids, parents, slow, read_slow)
-    before = table[-1] if len(table) else None
-    tail = _read_to_end(fd, size)
-    if tail:
-        more = parse_session_bytes(tail, header=header, first_line=len(ids) + 2)
-        if _ESCAPED_STAMP.search(tail) and any(w.message.startswith("malformed JSON") for w in more.warnings):
-            # the one line the reader and the scan read differently (a broken body after an escaped
-            # timestamp, ``scan.py``): rare enough to scan the whole file rather than differ from it
-            raise ValueError("a malformed line after the indexed prefix")
-        for entry in more.entries:
-            table.append(entry)
-        result.warnings += more.warnings
-        result.kept += [(entry if entry is not None else before, raw) for entry, raw in more.kept]
-        result.size += len(tail)
-        result.ends_with_newline = tail.endswith(b"\n")
-        result.line_count += more.line_count
-    return result
-
-
-class _FileMaker:
-    """Makes deferred entries by reading their lines from the open file (``scan._Maker``'s contract)."""
-
-    __slots__ = ("__weakref__", "_fd", "_lines_at", "_newlines", "_positions", "_table")
-
-    def __init__(self, fd: int, newlines: list[int], table: EntryTable) -> None:
-        self._fd = fd
-        self._newlines = newlines
-        self._table = table
-        self._positions: list[int] = []
-        self._lines_at: list[int] = []
-
-    def __del__(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
-
-    def segment(self, position: int, line: int) -> None:
-        """Deferred entries from table ``position`` on are the lines from ``line`` on, one each."""
-        self._positions.append(position)
-        self._lines_at.append(line)
-
-    def _line(self, i: int) -> int:
-        k = bisect_right(self._positions, i) - 1
-        return self._lines_at[k] + i - self._positions[k]
-
-    def __call__(self, i: int) -> Entry:
-        line = self._line(i)
-        start, stop = self._newlines[line] + 1, self._newlines[line + 1]
-        buf = _pread(self._fd, stop - start, start)
-        _same_line(self._table.ids[i], buf, 0, len(buf))
-        return deferred_entry(self._table, i, line, buf, 0, len(buf))
-
-    def fill(self, objs: list[Entry | None], first: int, stop: int) -> None:
-        """Make every deferred entry at positions ``first`` .. ``stop - 1``, reading their range at once."""
-        wanted = [i for i in range(first, stop) if objs[i] is None]
-        if not wanted:
-            return
-        lines = [self._line(i) for i in wanted]
-        nl = self._newlines
-        base = nl[lines[0]] + 1
-        buf = _pread(self._fd, nl[lines[-1] + 1] - base, base)
-        for i, line in zip(wanted, lines, strict=True):
-            start, stop = nl[line] + 1 - base, nl[line + 1] - base
-            _same_line(self._table.ids[i], buf, start, stop)
-            objs[i] = deferred_entry(self._table, i, line, buf, start, stop)
-
-
-def _same_line(entry_id: str, buf: bytes, start: int, stop: int) -> None:
-    """Raise :class:`ChangedUnderneathError` unless ``buf[start:stop]`` is still the line of ``entry_id``.
-
-    Entries are made from the file long after the open; a file another program
-    rewrote in place since then must fail loudly, never lend its bytes to an id.
-    """
-    m = _SKELETON.match(buf, start, stop)
-    if m is not None and m.group(2) == entry_id.encode():
-        return
-    if m is None and b'"id":' + orjson.dumps(entry_id) in buf[start:min(stop, start + 4096)]:
-        return
-    raise ChangedUnderneathError(f"the session file changed in place since it was opened (entry {entry_id}); reopen it")

@@ -1,4 +1,4 @@
-"""The one check of a session file before anything reads it (issue 15, finding 2).
+"""The one check of a session file before anything reads it: only a regular file of bounded size is read.
 
 Every place that opens or lists a session file (``pi/openSession``,
 ``pi/listSessions``, the command line, a session found by id) calls

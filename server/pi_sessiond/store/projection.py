@@ -1,7 +1,7 @@
 """The projection of a leaf: Pi 1.6.0's ``buildSessionProjection``, the one context rule.
 
-``project_path(path)`` takes a root -> leaf path (shared/reference/pi-1.6.md
-items 1 and 2):
+``project_path(path)`` takes a root -> leaf path (``context_edit`` entries
+and system messages included):
 
 1. the thinking level (latest ``thinking_level_change``) and model (latest
    ``model_change`` or assistant message) are read from the whole path;

@@ -145,7 +145,7 @@ def assemble(table: EntryTable, maker: Segments, ids: list[str], parents: list[s
 
 
 class Segments(Protocol):
-    """A maker that learns where runs of deferred entries start (``_Maker``, ``openindex._FileMaker``)."""
+    """A maker that learns where runs of deferred entries start (``_Maker``, ``indexedfile._FileMaker``)."""
 
     def segment(self, position: int, line: int) -> None: ...
 

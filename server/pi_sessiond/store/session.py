@@ -1,6 +1,6 @@
-"""One session: its file, its tree and the write rules.
+"""One session: its file, its tree and the write rules (the file's own state and writes: ``sessionfile.py``).
 
-Write rules (PROTOCOL.md "Session data", reference §1.8):
+Write rules (a file Pi wrote opens here, and a file written here opens in Pi):
 - Loading never writes the session file (a large one's open index goes to the
   cache, ``store/openindex.py``, saved by the caller off the request path). A
   migrated (v1/v2) file is rewritten once as v3, atomically, right before the
@@ -32,7 +32,6 @@ Write rules (PROTOCOL.md "Session data", reference §1.8):
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
@@ -50,18 +49,18 @@ from pi_sessiond.store.errors import (
     NotASessionError,
     ReadOnlySessionError,
     UnknownEntryError,
-    WriteFailedError,
 )
-from pi_sessiond.store.files import append_bytes, atomic_write, gc_paused, probe_writable
-from pi_sessiond.store.guard import ChangedUnderneathError, FileGuard, lock_path_of
+from pi_sessiond.store.files import gc_paused
+from pi_sessiond.store.guard import ChangedUnderneathError
 from pi_sessiond.store.layout import new_session_id, session_file_name
 from pi_sessiond.store.livecontext import LiveContext
 from pi_sessiond.store.migrate import CURRENT_VERSION, header_version, migrate
 from pi_sessiond.store.openindex import read_session, save
-from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES, check_line_count, check_new_file, check_session_file
+from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES, check_line_count, check_session_file
 from pi_sessiond.store.projection import Projection, project_path
 from pi_sessiond.store.reader import Warning, parse_session_bytes
 from pi_sessiond.store.scan import ScanColumns
+from pi_sessiond.store.sessionfile import SessionFile
 from pi_sessiond.store.table import EntryTable
 from pi_sessiond.store.tree import SessionTree, timestamp_ms
 
@@ -76,16 +75,10 @@ class Session:
     def __init__(self, header: JsonDict, tree: SessionTree, path: Path | None) -> None:
         self.header = header
         self.tree = tree
-        self.path = path
+        self._file = SessionFile(path)
         self.warnings: list[Warning] = []
-        self.fsync = True
         self.read_only_reason: str | None = None
-        self._on_disk = False
-        self._needs_rewrite = False
-        self._needs_newline = False
         self._live = LiveContext(tree)
-        self._guard = FileGuard(path) if path is not None else None
-        self._lines = 0
         self._kept: list[tuple[Entry | None, bytes]] = []  # too-deep lines, copied as they are on a rewrite
         self.source_version = CURRENT_VERSION  # the format version the file had on disk
         self.pending_index: tuple[Path, os.stat_result, ScanColumns] | None = None
@@ -123,13 +116,9 @@ class Session:
         session._kept = result.kept
         if "\0" in session.cwd:
             session.warnings.append(Warning(result.header_line, "the header's cwd holds a NUL byte: no project layer"))
-        session._on_disk = result.size > 0
-        session._needs_rewrite = migrated
-        session._needs_newline = result.size > 0 and not result.ends_with_newline
-        session._lines = result.line_count
-        if session._guard is not None:
-            newest = timestamp_ms(result.entries[-1].timestamp) if result.entries else float("nan")
-            session._guard.opened(int(newest * 1e6) if newest == newest else None)
+        newest = timestamp_ms(result.entries[-1].timestamp) if result.entries else float("nan")
+        session._file.opened(result.size, ends_with_newline=result.ends_with_newline, lines=result.line_count,
+                             migrated=migrated, newest_ns=int(newest * 1e6) if newest == newest else None)
         session.source_version = version
         if columns is not None and index_dir is not None:
             session.pending_index = (index_dir, st, columns)
@@ -159,6 +148,24 @@ class Session:
 
     # ------------------------------------------------------------------ read
     @property
+    def path(self) -> Path | None:
+        """The session's file; ``None``: in memory only (appends write nothing)."""
+        return self._file.path
+
+    @path.setter
+    def path(self, path: Path | None) -> None:
+        self._file.path = path
+
+    @property
+    def fsync(self) -> bool:
+        """Whether every write is fsynced before it counts as written."""
+        return self._file.fsync
+
+    @fsync.setter
+    def fsync(self, fsync: bool) -> None:
+        self._file.fsync = fsync
+
+    @property
     def id(self) -> str:
         return str(self.header.get("id", ""))
 
@@ -178,7 +185,7 @@ class Session:
     @property
     def on_disk(self) -> bool:
         """Whether the file exists with our header in it."""
-        return self._on_disk
+        return self._file.on_disk
 
     def entry(self, entry_id: str) -> Entry:
         """The entry ``entry_id``; raises :class:`UnknownEntryError`."""
@@ -222,15 +229,14 @@ class Session:
     @property
     def last_foreign_append(self) -> float | None:
         """When another program last appended to the file (epoch seconds), as far as we saw; ``None``: never."""
-        ns = self._guard.last_foreign_ns if self._guard is not None else None
-        return ns / 1e9 if ns is not None else None
+        return self._file.last_foreign_append
 
     def refresh(self) -> bool:
         """Fold in the whole lines other programs appended (no lock needed); whether there were any.
 
         Raises :class:`ChangedUnderneathError` when the file shrank or was replaced.
         """
-        if self._guard is None or not self._on_disk:
+        if self._file.guard is None or not self._file.on_disk:
             return False
         with self.lock:
             before = len(self.tree)
@@ -240,11 +246,11 @@ class Session:
     @property
     def holds_lock(self) -> bool:
         """Whether this session holds its file's write lock now."""
-        return self._guard is not None and self._guard.locked
+        return self._file.locked
 
     def release_if_idle(self, idle_seconds: float) -> bool:
         """Drop the write lock after ``idle_seconds`` without a write (retaken before the next write)."""
-        return self._guard.release_if_idle(idle_seconds) if self._guard is not None else False
+        return self._file.release_if_idle(idle_seconds)
 
     def write_now(self) -> None:
         """Create the file now if the entries warrant it (a user or assistant message)."""
@@ -304,15 +310,12 @@ class Session:
 
     def close(self) -> None:
         """Release the write lock (the session may still be read)."""
-        if self._guard is not None:
-            self._guard.release()
+        self._file.release()
 
     def discard(self) -> None:
         """Close a session whose file was never created, removing the lock file it made (a failed fork)."""
         self.close()
-        if self.path is not None and not self._on_disk and not self.path.exists():
-            with contextlib.suppress(OSError):
-                lock_path_of(self.path).unlink()
+        self._file.forget_lock_file()
 
     def check_writable(self) -> None:
         """Raise what a write now would raise, writing nothing (call before paying a summarizer).
@@ -324,25 +327,11 @@ class Session:
         """
         if self.read_only_reason:
             raise ReadOnlySessionError(self.read_only_reason)
-        if self.path is None:
-            return
-        if self._on_disk:
-            self._lock()
-        probe_writable(self.path, rewrite=self._needs_rewrite or not self._on_disk)
-
-    def _lock(self) -> None:
-        """Take the write lock; a lock file the OS refuses is :class:`WriteFailedError` of the session file."""
-        if self._guard is None or self.path is None:
-            return
-        try:
-            self._guard.lock()
-        except OSError as exc:
-            raise WriteFailedError(self.path, exc) from exc
+        self._file.probe()
 
     def _before_write(self) -> None:
-        if self._guard is None or self.path is None or not self._on_disk:
-            return  # a session not yet on disk locks when its file is created
-        self._lock()
+        if not self._file.lock_for_append():
+            return
         deadline = time.monotonic() + TORN_LINE_WAIT
         while self._fold_new():  # another writer is in the middle of a line: wait for its newline
             if time.monotonic() > deadline:
@@ -353,8 +342,7 @@ class Session:
 
     def _fold_new(self) -> bool:
         """Fold in the whole lines past our offset; whether a torn line follows them."""
-        assert self._guard is not None
-        tail, torn = self._guard.appended_by_others()
+        tail, torn = self._file.appended_by_others()
         self._fold_in(tail)
         return torn
 
@@ -362,9 +350,9 @@ class Session:
         """Add the whole lines another program appended; the leaf follows them if they continue it."""
         if not tail:
             return
-        if self._needs_rewrite:
+        if self._file.needs_rewrite:
             raise ChangedUnderneathError(f"{self.path} (an old-format file) was changed by another program; reopen it")
-        result = parse_session_bytes(tail, header=self.header, first_line=self._lines + 1)
+        result = parse_session_bytes(tail, header=self.header, first_line=self._file.lines + 1)
         leaf = self.tree.leaf_id
         for entry in result.entries:
             self.tree.add(entry)
@@ -374,53 +362,26 @@ class Session:
         else:
             self.tree.leaf_id = leaf
         self.warnings.extend(result.warnings)
-        self._lines += tail.count(b"\n")
-        self._needs_newline = False
+        self._file.folded(tail)
 
     def _persist(self, lines: list[bytes], built: list[Entry]) -> bytes | None:
         """Write; ``None`` if the file grew since we folded in (nothing written), else the bytes another
         writer slipped in just before ours (usually ``b""``)."""
         if self.path is None:
             return b""
-        if not self._on_disk:
+        if not self._file.on_disk:
             if any(e.role in _CONVERSATION_ROLES for e in (*self.entries, *built)):
-                self._write_everything(built)
+                self._file.replace(self.render(built))
             return b""
-        if self._needs_rewrite:
-            self._write_everything(built)
+        if self._file.needs_rewrite:
+            self._file.replace(self.render(built))
             return b""
-        data = (b"\n" if self._needs_newline else b"") + b"".join(lines)
-        expect = self._guard.offset if self._guard is not None else None
         try:
-            start = append_bytes(self.path, data, fsync=self.fsync, expect_size=expect)
+            return self._file.append(lines)
         except InterleavedWriteError:
-            if self._guard is not None:  # their lines (and our torn one, skipped) join the tree now
+            if self._file.guard is not None:  # their lines (and our torn one, skipped) join the tree now
                 self._fold_new()
             raise
-        if start is None:
-            return None
-        self._needs_newline = False
-        self._lines += len(lines)
-        return self._guard.wrote(start, len(data)) if self._guard is not None else b""
-
-    def _write_everything(self, extra: list[Entry]) -> None:
-        assert self.path is not None
-        if self._guard is not None:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise WriteFailedError(self.path.parent, exc) from exc
-            self._lock()
-        if not self._on_disk:
-            check_new_file(self.path)  # a new session or a fork never replaces a FIFO, device or directory
-        data = self.render(extra)
-        atomic_write(self.path, data, fsync=self.fsync)
-        self._on_disk = True
-        self._needs_rewrite = False
-        self._needs_newline = False
-        self._lines = data.count(b"\n")
-        if self._guard is not None:
-            self._guard.rewrote()
 
     def render(self, extra: list[Entry] | None = None) -> bytes:
         """The whole file as it should be on disk now (plus ``extra`` entries; see :func:`render_file`)."""

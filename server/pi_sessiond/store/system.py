@@ -1,7 +1,7 @@
 """The current system message: Pi 1.6.0's ``getCurrentSystemMessage`` (pi-ai ``utils/transcript``).
 
 ``current_system_message(messages)`` replays every ``role: "system"`` message
-in order (shared/reference/pi-1.6.md item 2):
+in order:
 
 * non-empty ``content`` texts (a string, or text blocks joined with ``"\\n"``)
   are joined with ``"\\n\\n"``;

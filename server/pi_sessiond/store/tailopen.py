@@ -1,4 +1,4 @@
-"""A big session's first context from the end of its file (issue 12: "only what the context needs is parsed").
+"""A big session's first context from the end of its file: only what the context needs is parsed.
 
 ``pi/openSession`` + ``pi/getContext`` of a 100k-entry file must cost a tenth
 of Pi's open, and reading the whole file is already half of that budget. But a

@@ -1,4 +1,4 @@
-"""``summarizer.*`` settings (PROTOCOL.md "Settings") as the summarizers take them.
+"""``summarizer.*`` settings as the summarizers take them.
 
 The keys, defaults and allowed values are :class:`pi_protocol.settings.SummarizerSection`
 (the settings tree). The key itself is never a setting: ``api_key_env`` names

@@ -52,7 +52,7 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 _SENSITIVE_HEADER = SENSITIVE_HEADER
 MAX_ERROR_TEXT = 1000
 
-# Pi's isContextOverflow (reference §9.2), case-insensitive.
+# Pi's isContextOverflow (case-insensitive): a provider error matching one means the context was too long.
 _OVERFLOW = re.compile(
     "|".join(
         [

@@ -1,4 +1,4 @@
-"""Branch collection and preparation (reference §8.1, §8.2, §7 branch accumulation)."""
+"""Branch collection and preparation, and the file lists a branch accumulates."""
 
 from __future__ import annotations
 

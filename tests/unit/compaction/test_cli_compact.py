@@ -1,4 +1,4 @@
-"""``pi-sessiond compact FILE --dry-run`` (PROTOCOL.md "Command line")."""
+"""``pi-sessiond compact FILE [--dry-run]``: the preparation printed, or a compaction written."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""convert_to_llm wrappers (reference §3.1) and entry -> message mapping."""
+"""convert_to_llm wrappers (what providers receive) and entry -> message mapping."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cut points as Pi 1.6.0 makes them (shared/reference/pi-1.6.md item 6; raw ``findCutPoint`` and projected)."""
+"""Cut points as Pi 1.6.0 makes them (raw ``findCutPoint`` and projected)."""
 
 from __future__ import annotations
 

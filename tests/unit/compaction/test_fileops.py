@@ -1,4 +1,4 @@
-"""File-operation tracking (reference §7)."""
+"""File-operation tracking: which tool calls count as read and modified files."""
 
 from __future__ import annotations
 

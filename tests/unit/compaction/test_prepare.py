@@ -1,4 +1,4 @@
-"""prepare_compaction as Pi 1.6.0 (shared/reference/pi-1.6.md items 5–7); indices index the projection."""
+"""prepare_compaction as Pi 1.6.0; indices index the projection."""
 
 from __future__ import annotations
 
@@ -182,7 +182,7 @@ def test_metadata_only_path_gives_none() -> None:
 
 
 def test_a_leading_system_message_alone_is_not_compacted() -> None:
-    # pi-1.6.md item 5: 0.73.1 offered to summarize just [system].
+    # 0.73.1 offered to summarize just [system]; 1.6.0 has nothing to summarize.
     b = PathBuilder()
     b.msg({"role": "system", "content": chars(K), "timestamp": 1})
     b.user(chars(K))

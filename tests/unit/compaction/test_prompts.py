@@ -1,4 +1,4 @@
-"""Prompt structure: exact headings, wrappers and instruction handling (§6, §8.3)."""
+"""Prompt structure: exact headings, wrappers and instruction handling (compaction and branch summaries)."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@
   gives a context of exactly the summary plus the (non-system) messages from
   the first kept entry;
 * every message of the range is summarized, in the turn prefix, or kept —
-  exactly once, in order (so what a previous compaction kept is never lost,
-  upstream #2608);
+  exactly once, in order (so what a previous compaction kept is never lost);
 * a preparation always has something to summarize (1.6.0 returns none otherwise);
 * preparation is deterministic.
 """

@@ -1,4 +1,4 @@
-"""serialize_conversation (reference §6.4) and the two deliberate fixes."""
+"""serialize_conversation (what summarizers read) and the two deliberate fixes."""
 
 from __future__ import annotations
 

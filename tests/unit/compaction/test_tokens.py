@@ -1,4 +1,4 @@
-"""Token accounting (reference §4.1, §4.2; Pi's compaction.test.ts token cases)."""
+"""Token accounting: estimates and usage (Pi's compaction.test.ts token cases)."""
 
 from __future__ import annotations
 

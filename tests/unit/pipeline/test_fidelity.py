@@ -1,4 +1,4 @@
-"""Issue 14's guarantees end to end through the pipeline, with the offline summarizer and real files.
+"""The fidelity guarantees end to end through the pipeline, with the offline summarizer and real files.
 
 Sessions are built here turn by turn (our own development examples, several
 languages); the planted-fact suite is elsewhere.

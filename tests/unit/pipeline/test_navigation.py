@@ -1,7 +1,7 @@
 """Tree navigation with the real offline summarizer: Pi's ``agent-session-tree-navigation.test.ts``.
 
-Pi's tests need a model; these port their deterministic parts (reference §8.4,
-§12) and add the contracts of ``pi_sessiond.pipeline.navigation``: nothing is written
+Pi's tests need a model; these port their deterministic parts
+and add the contracts of ``pi_sessiond.pipeline.navigation``: nothing is written
 without a summary or a label, ``fromId`` is the abandoned leaf (as Pi 1.6.0;
 0.73.1 wrote the target), and a summary that does not finish (cancelled, leaf moved) leaves
 the file and the leaf untouched.
@@ -201,7 +201,7 @@ async def test_summary_without_touched_files_has_no_file_lists(path: Path) -> No
 
 
 async def test_branch_summary_from_id_is_the_old_leaf_as_in_pi_1_6_0(path: Path) -> None:
-    """Deliberate fix: Pi 0.73.1 wrote the new position as ``fromId`` (upstream #3795)."""
+    """Deliberate fix: Pi 0.73.1 wrote the new position as ``fromId``."""
     before = path.read_bytes()
     result = await navigate_tree(Session.open(path), "u2", summarizer=OfflineSummarizer(), summarize=True)
     [written] = appended(path, before)

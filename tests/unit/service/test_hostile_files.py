@@ -1,4 +1,4 @@
-"""Files that once hung or broke the daemon (issue 15, findings 2 and 9): every one is refused or served.
+"""Files that once hung or broke the daemon: every one is refused or served.
 
 One path check (``store/pathcheck.py``) runs before anything reads a session
 file: FIFOs, devices, sockets, directories and symlinks to them are

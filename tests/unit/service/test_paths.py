@@ -36,7 +36,7 @@ def test_only_regular_files_are_opened(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(NotASession, match="a FIFO"):  # and does not block on the FIFO
         daemon.open_session(OpenSessionParams(path=str(fifo)))
-    with pytest.raises(NotASession, match="a directory") as caught:  # PROTOCOL.md Additions: notASession
+    with pytest.raises(NotASession, match="a directory") as caught:  # notASession, not an OS error
         daemon.open_session(OpenSessionParams(path=str(tmp_path)))
     assert caught.value.reason == "notASession"
 

@@ -1,4 +1,4 @@
-"""Issue 15, finding 5: a key in ``summarizer.headers`` (or a model's) is never echoed.
+"""A key in ``summarizer.headers`` (or a model's) is never echoed.
 
 ``pi/getSettings``, ``pi/updateSettings`` and the ``pi/beforeCompact`` payload show
 ``***`` for key-like header names (authorization, x-api-key, *token*, *key*,

@@ -2,7 +2,7 @@
 
 Pi 1.6.0's ``getSessionStats`` lives in ``dist/core/agent-session.js``, which
 does not load on the Node 20 the parity oracle runs on, so these tests check
-the rules of shared/reference/pi-1.6.md items 7 and 16 on hand-built sessions:
+Pi 1.6.0's rules on hand-built sessions:
 totals over every entry of the file (other branches and compacted-away
 messages included) of assistant and tool-result usage, ``usage`` entries and
 compaction and branch-summary usage; message counts over every message entry

@@ -21,7 +21,7 @@ def _compaction(id_: str, parent: str, first_kept: str) -> dict[str, object]:
 
 
 def test_fork_rechains_and_moves_first_kept_off_labels(tmp_path: Path) -> None:
-    # pi-1.6.md item 14: [u1, a1, label(u1), T, u2, a2, C(firstKept = the label)]
+    # a compaction keeping from a dropped label: [u1, a1, label(u1), T, u2, a2, C(firstKept = the label)]
     lines = [user("u1", None, "1", 1), assistant("a1", "u1", "2", 2), _label("l1", "a1", "u1", 3),
              {"type": "thinking_level_change", "id": "T", "parentId": "l1", "timestamp": "2026-01-01T00:00:04.000Z",
               "thinkingLevel": "high"},

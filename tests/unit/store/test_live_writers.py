@@ -54,7 +54,7 @@ class PiStyleWriter(threading.Thread):
 
 
 def test_fold_in_misses_no_entry_of_a_writer_appending_while_we_write(tmp_path: Path) -> None:
-    """Issue 13, finding 3: re-reading the size after our own write skipped what Pi wrote meanwhile."""
+    """Regression: re-reading the size after our own write skipped what Pi wrote meanwhile."""
     path = session_file(tmp_path)
     ours = Session.open(path)
     writer = PiStyleWriter(path, 300, 0.001)

@@ -1,4 +1,4 @@
-"""Issue 15, finding 5 and part of 9: a key is masked before any text is cut, and a redirect says so.
+"""A key is masked before any text is cut, and a redirect says so.
 
 A real loopback HTTP server answers with the key placed across every cut the
 error path makes (the 1,000-character message limit, the 64 KiB body limit),

@@ -1,4 +1,4 @@
---- Daemon errors as one sentence (PROTOCOL.md "Errors"): the daemon's message with
+--- Daemon errors as one sentence (by `data.reason`): the daemon's message with
 --- its reason, or a sentence of our own where the reason alone would mislead.
 local M = {}
 

@@ -1,5 +1,5 @@
---- Handlers for what the daemon sends on its own (PROTOCOL.md "Messages
---- daemon → client"), and the refresh that follows any change to a session.
+--- Handlers for what the daemon sends on its own (notifications and hook
+--- requests), and the refresh that follows any change to a session.
 local compat = require('pi_sessiond.compat')
 local progress = require('pi_sessiond.progress')
 local protocol = require('pi_sessiond.protocol')

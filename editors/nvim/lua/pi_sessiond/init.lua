@@ -63,7 +63,7 @@ local function configure_client()
 end
 
 --- Configure the plugin. `opts.cmd` (list, default `{'pi-sessiond'}`),
---- `opts.settings` (PROTOCOL.md SETTINGS, sent as initializationOptions),
+--- `opts.settings` (the daemon's settings tree, sent as initializationOptions),
 --- `opts.sessions_dir`, `opts.cmd_env`, `opts.split`,
 --- `opts.editor_text_register`, `opts.statusline_prefix`. Takes effect when
 --- the daemon next starts (see `stop()`).
@@ -83,7 +83,7 @@ function M.request(method, params, callback)
   client.request(method, params, callback)
 end
 
---- The current SESSION table (PROTOCOL.md), or nil.
+--- The current SESSION table (what `pi/openSession` answers), or nil.
 function M.session()
   return session.current()
 end

@@ -8,7 +8,7 @@ local protocol = require('pi_sessiond.protocol')
 
 local M = {}
 
-local current = nil -- SESSION (PROTOCOL.md) plus `stale` after a daemon exit
+local current = nil -- SESSION (as `pi/openSession` answers it) plus `stale` after a daemon exit
 local opening = 0
 local waiting = {} -- { run = function(session_id), fail = function(err) }
 local stats = nil

@@ -33,7 +33,7 @@ export interface ReplacedRange {
 const MESSAGE_TYPES = new Set(["message", "branch_summary", "custom_message"]);
 
 /**
- * Pi's range (reference §6): from the newest earlier compaction's first kept entry on the
+ * Pi's compaction range: from the newest earlier compaction's first kept entry on the
  * path (else the entry after that compaction, else the start) up to `firstKeptEntryId`
  * (exclusive; `null`: everything). `firstKeptOf` gives a compaction's `firstKeptEntryId`.
  */

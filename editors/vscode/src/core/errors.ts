@@ -1,6 +1,6 @@
 /**
  * Daemon errors as the user reads them: JSON-RPC codes and `data.reason`
- * (PROTOCOL.md "Errors") turned into one sentence.
+ * (`docs/protocol.md`, "Errors") turned into one sentence.
  */
 import { ErrorCodes } from "../protocol";
 

@@ -1,5 +1,5 @@
 /**
- * VS Code settings (`pi.*`) → the daemon's SETTINGS (PROTOCOL.md "Settings").
+ * VS Code settings (`pi.*`) → the daemon's SETTINGS, the same tree as Pi's `settings.json`.
  *
  * Only values the user set explicitly are sent: a default sent at
  * `initialize` would override the user's own `~/.pi/agent/settings.json`.

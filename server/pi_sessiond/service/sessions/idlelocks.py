@@ -1,6 +1,6 @@
 """Releasing the write locks of sessions that stopped writing (``daemon.lockIdleSeconds``).
 
-Contracts (PROTOCOL.md "The session lock"):
+Contracts (the lock is ``<file>.lock`` beside the session file, ``flock``-ed):
 - A session whose daemon did not write for ``daemon.lockIdleSeconds`` (per
   session settings; ``null``: never) drops its lock, so another program (a
   Pi with the extension, the CLI, another daemon) may take it; the store

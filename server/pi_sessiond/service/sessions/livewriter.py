@@ -1,6 +1,6 @@
 """The ``liveWriter`` guard: no summary or leaf move on a session another program is writing.
 
-Contracts (issue 13, PROTOCOL.md "Additions"):
+Contracts:
 - Plain appends (``pi/append``) never pass through here: they are always
   accepted and folded in beside the other writer's lines.
 - Operations that add a summary or move the leaf (compaction of any reason,

@@ -1,4 +1,4 @@
-"""The open sessions, keyed by ``sessionId`` (PROTOCOL.md "Session data").
+"""The open sessions, keyed by ``sessionId``.
 
 Invariants:
 - A key is the header id, or, when another open session already uses that id,
