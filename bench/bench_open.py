@@ -19,7 +19,7 @@ Three ways we open, each in its own daemon:
 
 * tail-first (the default for files of ``daemon.tailOpenBytes``, 32 MiB, or
   more; ``store/tailopen.py``): the leaf's context from the file's end, the
-  whole file read in the background afterwards (``service/loading.py``). Its
+  whole file read in the background afterwards (``service/sessions/loading.py``). Its
   "until loaded" row is the time from sending ``pi/openSession`` until the
   whole file was read (``debug/stats`` polled; the read starts 0.25 s after
   the open when nothing needs it sooner). This is the goal's row;

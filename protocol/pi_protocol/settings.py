@@ -161,7 +161,7 @@ class DaemonSettings:
     more) in ``$XDG_CACHE_HOME/pi-sessiond/open-index/`` so the next daemon
     reopens it reading only what it needs (``store/openindex.py``; Pi has no such setting).
     ``tail_open_bytes``: a file at least this large is opened from its end
-    (``store/tailopen.py``, ``service/loading.py``; not in Pi either).
+    (``store/tailopen.py``, ``service/sessions/loading.py``; not in Pi either).
     """
 
     hook_timeout_seconds: float | None = setting(30, above=0)

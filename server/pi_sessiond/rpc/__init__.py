@@ -3,9 +3,10 @@
 ``server`` (:class:`~pi_sessiond.rpc.server.PiServer`: one connection's pygls
 server and lifecycle), ``protocol`` (pygls protocol subclass: orjson output,
 batches, leak fixes, LSP exit codes), ``jsonrpc`` (message checks, error
-replies, batches), ``methods`` (the one forwarding layer: handlers registered
-from :data:`pi_protocol.methods.METHODS`), ``errors`` (exceptions -> JSON-RPC
-errors), ``deferred`` (the daemon created after the ``initialize`` reply),
+replies, batches), ``methods`` (one handler per row of
+:data:`pi_protocol.methods.METHODS`, calling the ``Daemon`` method
+``HANDLERS`` binds to it), ``errors`` (exceptions -> JSON-RPC errors),
+``deferred`` (the daemon created after the ``initialize`` reply),
 ``glue`` (the :mod:`pi_sessiond.service.interface` implementations: events,
 hooks, progress) and ``debug`` (test-only methods, off unless
 ``PI_SESSIOND_DEBUG_METHODS=1``). Nothing outside this package touches pygls

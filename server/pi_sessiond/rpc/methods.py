@@ -1,10 +1,10 @@
-"""The one forwarding layer: JSON-RPC requests -> service calls, registered from the method table.
+"""JSON-RPC requests -> the Daemon methods that `service.daemon.HANDLERS` binds to the method table's rows.
 
 :func:`register_table` registers every row of :data:`pi_protocol.methods.METHODS`:
 its handler structures the params into the row's params class with
 :func:`pi_protocol.structure` (``None``/missing params count as ``{}``; a
 :class:`~pi_protocol.StructureError` becomes ``-32602`` naming the field),
-calls the row's service method on the connection's daemon (created at the
+calls the row's ``Daemon`` method on the connection's daemon (created at the
 first request if it does not exist yet, see :mod:`pi_sessiond.rpc.deferred`),
 unstructures the result with :func:`pi_protocol.unstructure` and maps
 exceptions with :func:`pi_sessiond.rpc.errors.to_rpc_error`. A row with

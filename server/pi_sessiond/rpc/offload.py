@@ -21,7 +21,7 @@ Consistency rules:
   ``openSession`` + ``compact`` work as when opens were inline.
 - The thread also turns the result into JSON text (:class:`Ready` holding an
   ``orjson.Fragment``), so a big answer is neither converted nor encoded on the loop.
-- A session opened tail-first (``service/loading.py``) is read in full in a
+- A session opened tail-first (``service/sessions/loading.py``) is read in full in a
   worker thread before any request on it runs, except those in :data:`EARLY`
   (``pi/getContext`` of its leaf is answered from the tail; of another leaf,
   its worker thread waits for the read; ``pi/closeSession`` drops it unread):

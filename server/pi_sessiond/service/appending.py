@@ -12,7 +12,7 @@ Contracts:
   branch (not its overflow branch) for the last assistant message of the append; the
   loop guard allows one automatic compaction per turn (a user message starts
   a turn), and none beside a running job. Below the threshold,
-  ``compaction.prepareAt`` may start a background draft (``service.preparing``);
+  ``compaction.prepareAt`` may start a background draft (``service.compacting.preparing``);
   a threshold crossed while it runs is compacted by it once it is ready.
 """
 

@@ -62,7 +62,6 @@ from pi_protocol.results import (
     MaskResult,
     SessionChanged,
     SessionInfo,
-    SessionSummary,
     SettingsResult,
     StatsResult,
     TreeResult,
@@ -229,7 +228,7 @@ class Daemon:
 
     def list_sessions(self, params: ListSessionsParams) -> ListSessionsResult:
         """``pi/listSessions``, newest first."""
-        return ListSessionsResult(sessions=[_summary(row) for row in self.registry.listing(params.cwd)])
+        return ListSessionsResult(sessions=[views.session_summary(row) for row in self.registry.listing(params.cwd)])
 
     async def append(self, params: AppendParams) -> AppendResult:
         """``pi/append``: may start an auto-compaction in the background."""
@@ -360,18 +359,6 @@ def _refresh(opened: OpenSession) -> None:
     """Fold in what other programs appended; a replaced file is reported by the next write, not here."""
     with contextlib.suppress(ChangedUnderneathError):
         opened.session.refresh()
-
-
-def _summary(row: JsonDict) -> SessionSummary:
-    return SessionSummary(
-        session_id=str(row.get("sessionId") or ""),
-        path=str(row.get("path") or ""),
-        name=row.get("name"),
-        cwd=str(row.get("cwd") or ""),
-        modified=row.get("modified"),
-        message_count=int(row.get("messageCount") or 0),
-        first_message=str(row.get("firstMessage") or ""),
-    )
 
 
 HANDLERS: Final[Mapping[str, Callable[..., Any]]] = MappingProxyType({

@@ -9,7 +9,7 @@ at most :data:`PREVIEW_CHARS` characters, rendered by the entry-kind table
 from __future__ import annotations
 
 from pi_protocol.base import JsonDict
-from pi_protocol.results import SessionInfo, TreeNode, TreeResult
+from pi_protocol.results import SessionInfo, SessionSummary, TreeNode, TreeResult
 from pi_protocol.session import SessionWarning
 from pi_sessiond.errors import InvalidParams
 from pi_sessiond.service.sessions.registry import OpenSession
@@ -106,3 +106,16 @@ def path_segment(session: Session, from_id: str | None, to_id: str | None) -> li
         if entry.id == from_id:
             return [e.data for e in path[index:]]
     raise InvalidParams(f"fromId: entry {from_id!r} is not on the path to {to_id or 'the leaf'}")
+
+
+def session_summary(row: JsonDict) -> SessionSummary:
+    """A ``pi/listSessions`` row from a listing's row."""
+    return SessionSummary(
+        session_id=str(row.get("sessionId") or ""),
+        path=str(row.get("path") or ""),
+        name=row.get("name"),
+        cwd=str(row.get("cwd") or ""),
+        modified=row.get("modified"),
+        message_count=int(row.get("messageCount") or 0),
+        first_message=str(row.get("firstMessage") or ""),
+    )

@@ -5,7 +5,7 @@ of Pi's open, and reading the whole file is already half of that budget. But a
 compacted leaf's context needs only the path from the leaf up to the newest
 compaction's ``firstKeptEntryId``, and that is at the end of the file. So a
 file of ``daemon.tailOpenBytes`` or more is first read from its end
-(:func:`open_tail`), and the whole file is read later (``service/loading.py``).
+(:func:`open_tail`), and the whole file is read later (``service/sessions/loading.py``).
 
 What the tail gives exactly: the file's lines from some line boundary on are
 read by the scanner the full open uses (``scan.py``), so they make the same
@@ -58,7 +58,7 @@ _HEADER_PROBE = 1 << 16
 _THINKING = b'"type":"thinking_level_change"'
 _COMPACTION = b'"type":"compaction"'
 _SEARCH_CHUNK = 1 << 20
-STATS = {"tailBytesRead": 0, "tailOpens": 0, "loaded": 0}  # debug/stats; "loaded" counts service/loading.py
+STATS = {"tailBytesRead": 0, "tailOpens": 0, "loaded": 0}  # debug/stats; "loaded" counts service/sessions/loading.py
 
 
 @attrs.frozen

@@ -116,7 +116,7 @@ def test_a_newest_hit_that_is_not_a_line_of_its_own_is_not_guessed_at(tmp_path: 
 def test_fix_a_thinking_level_on_an_abandoned_branch_is_guessed_until_the_whole_file_is_read(tmp_path: Path) -> None:
     """The one guess (module docstring): the newest change before the tail, here on a branch the path left.
 
-    ``service/loading.py`` compares once the whole file is read and tells the
+    ``service/sessions/loading.py`` compares once the whole file is read and tells the
     client (``tests/e2e/test_tail_open.py``); this shows the guess itself.
     """
     lines = [thinking("t0", None, "low"), *chain(200, parent="t0")]

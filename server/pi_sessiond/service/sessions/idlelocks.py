@@ -51,7 +51,7 @@ class IdleLocks:
         self._timer = None
         released, held = 0, False
         for opened in self._registry:
-            if not opened.loaded:  # still being read (service/loading.py): it holds no lock yet
+            if not opened.loaded:  # still being read (service/sessions/loading.py): it holds no lock yet
                 continue
             session = opened.session
             idle = scope_of(self._settings, opened).settings.daemon.lock_idle_seconds

@@ -36,7 +36,7 @@ class OpenSession:
     """One open session and the daemon's per-session state.
 
     ``session`` is the whole session; for one opened tail-first
-    (``service/loading.py``) reading it waits until the whole file is read.
+    (``service/sessions/loading.py``) reading it waits until the whole file is read.
     """
 
     key: str
@@ -63,7 +63,7 @@ class OpenSession:
         return self.reading() is None
 
     def reading(self) -> Loading | None:
-        """The whole-file read still to come or under way (``service/loading.py``), else ``None``.
+        """The whole-file read still to come or under way (``service/sessions/loading.py``), else ``None``.
 
         Read it once and keep it: another thread may finish the read meanwhile.
         """
@@ -126,7 +126,7 @@ class Registry:
     def add(self, session: Session, loading: Loading | None = None) -> OpenSession:
         """Register a session under a free key (header id, then ``#2``, ``#3``…).
 
-        With ``loading``, ``session`` is its provisional one (``service/loading.py``).
+        With ``loading``, ``session`` is its provisional one (``service/sessions/loading.py``).
         """
         with self._lock:
             key = base = session.id

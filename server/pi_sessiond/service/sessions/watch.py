@@ -128,7 +128,7 @@ class LiveWatch:
     def _followed(self, key: str, opened: OpenSession) -> None:
         """Fold in what Pi appended (when no job is reading the session) and tell editors to refresh.
 
-        A session still loading (``service/loading.py``) is left alone: its whole-file read sees the growth.
+        A session still loading (``service/sessions/loading.py``) is left alone: its whole-file read sees the growth.
         """
         if not opened.loaded:
             return
