@@ -79,6 +79,14 @@ Reviewer = Callable[[str, int, int], Awaitable[str]]
 """``review(summary, tokens_before, estimated_tokens_after)`` -> the summary to write (or raises)."""
 
 
+@attrs.frozen
+class Prepared:
+    """A preparation of the path to ``leaf_id``, made before :func:`compact` was called (not made again)."""
+
+    leaf_id: str | None
+    prep: CompactionPreparation
+
+
 @attrs.frozen(kw_only=True)
 class CompactionDone:
     """The compaction written: its entry, and the sizes the wire's ``CompactResult`` is made of.
@@ -136,13 +144,21 @@ async def compact(
     supply: Supplier | None = None,
     review: Reviewer | None = None,
     options: RunOptions | None = None,
+    prepared: Prepared | None = None,
 ) -> CompactionDone:
-    """Compact the leaf's path and append one compaction entry (``options``: how summaries are asked for)."""
+    """Compact the leaf's path and append one compaction entry (``options``: how summaries are asked for).
+
+    ``prepared``: the preparation already made of the path to its leaf; the entry is then written only if
+    the leaf is still that one or continues it.
+    """
     settings = settings or CompactionSettings()
     report = progress or _ignore
     report("preparing", 0)
-    leaf_before = session.leaf_id
-    prep = await prepare_off_loop(session, settings)
+    if prepared is None:
+        leaf_before = session.leaf_id
+        prep = await prepare_off_loop(session, settings)
+    else:
+        leaf_before, prep = prepared.leaf_id, prepared.prep
     data = await supply(prep) if supply is not None else None
     summary: SummaryText | None = None
     if data is None:

@@ -404,3 +404,26 @@ async def test_retry_settings_drive_the_daemons_summaries(tmp_path: Path) -> Non
     with pytest.raises(SummarizerFailed):
         await daemon.compact(CompactParams(session_id=open_file(daemon, path)), Progress())
     assert flaky.calls == 1 and path.read_bytes() == before
+
+
+async def test_a_kept_draft_that_does_not_fit_costs_no_second_preparation(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """pi/compact looks for a kept draft of its range; finding none, it compacts with the preparation it made."""
+    from pi_sessiond.pipeline import compaction as pipeline
+
+    daemon, _ = make_daemon(tmp_path)
+    sid = open_file(daemon, session_file(tmp_path))
+    draft = await daemon.compact(CompactParams(session_id=sid, draft=True, custom_instructions="only tests"),
+                                 Progress())
+    assert draft.draft_id  # kept, but made with instructions: not the answer to a plain pi/compact
+    calls: list[str | None] = []
+    real = pipeline.prepare_compaction
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(daemon.registry.get(sid).session.leaf_id)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "prepare_compaction", counted)
+    result = await daemon.compact(CompactParams(session_id=sid), Progress())
+    assert result.outcome == "compacted" and "only tests" not in str(result.entry.get("summary"))
+    assert len(calls) == 1

@@ -38,7 +38,7 @@ from pi_protocol.results import Reason
 from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
 from pi_sessiond.compaction.tokens import estimate_projected_context_tokens
 from pi_sessiond.errors import Conflict
-from pi_sessiond.pipeline.compaction import check_descends, prepare_off_loop
+from pi_sessiond.pipeline.compaction import Prepared, check_descends, prepare_off_loop
 from pi_sessiond.service.compacting import drafts
 from pi_sessiond.service.compacting.drafts import Drafts
 from pi_sessiond.service.compacting.draftstore import StoredDraft
@@ -56,12 +56,19 @@ VIRTUAL_ID = "pi-sessiond-draft"
 
 # ------------------------------------------------------------ at the threshold
 async def reuse(maker: Drafts, hooks: HookClient, scope: Scope, reason: Reason,
-                report: Report) -> CompactResult | None:
-    """Write a kept draft instead of compacting from scratch, where it does the same job (see above)."""
+                report: Report) -> CompactResult | Prepared | None:
+    """Write a kept draft instead of compacting from scratch, where it does the same job (see above).
+
+    A manual compaction that looked for a kept draft of its range and found none answers the preparation it
+    made, for the compaction to use (the path is prepared once).
+    """
     if hooks.declared("beforeCompact") or hooks.declared("reviewSummary"):
         return None
     if reason == "manual":
-        stored = await _same_range(maker, scope)
+        found = await _same_range(maker, scope)
+        if not isinstance(found, StoredDraft):
+            return found
+        stored: StoredDraft | None = found
     else:
         stored = await _for_threshold(maker, scope, report)
     if stored is None:
@@ -99,12 +106,16 @@ def narrowed(maker: Drafts, scope: Scope, given: CompactionPreparation) -> Compa
                         previous_summary=base.draft.summary)
 
 
-async def _same_range(maker: Drafts, scope: Scope) -> StoredDraft | None:
+async def _same_range(maker: Drafts, scope: Scope) -> StoredDraft | Prepared | None:
+    """The kept draft of exactly the range a compaction now would summarize, else that preparation."""
     if not maker.store.drafts(scope.key):
         return None
+    leaf_id = scope.session.leaf_id
     prep = await prepare_off_loop(scope.session, scope.compaction)
     kept = maker.store.same_range(scope.key, prep.first_kept_entry_id)
-    return kept if kept is not None and holding(scope, [kept]) is not None else None
+    if kept is not None and holding(scope, [kept]) is not None:
+        return kept
+    return Prepared(leaf_id, prep)
 
 
 async def _for_threshold(maker: Drafts, scope: Scope, report: Report) -> StoredDraft | None:

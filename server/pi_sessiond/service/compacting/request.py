@@ -179,10 +179,12 @@ class Compactions:
     async def _compact_session(
         self, scope: Scope, *, reason: Reason, will_retry: bool, instructions: str | None, report: Report
     ) -> CompactResult:
+        ready = None
         if instructions is None:
             reused = await prepared.reuse(self.drafts, self.hooks, scope, reason, report)
-            if reused is not None:
+            if isinstance(reused, CompactResult):
                 return reused
+            ready = reused  # the preparation made while looking for a kept draft, or None
         settings = scope.settings
         options = run_options(settings, report)
 
@@ -203,6 +205,7 @@ class Compactions:
                 supply=supply,
                 review=hooks.reviewer(self.hooks, scope, "compaction"),
                 options=options,
+                prepared=ready,
             )
         finally:
             await summarizer.aclose()
