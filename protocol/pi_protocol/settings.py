@@ -30,6 +30,7 @@ EXCLUSIVE_MINIMUM = "exclusiveMinimum"
 Tokenizer = Literal["pi", "cl100k", "calibrated"]
 Provider = Literal["offline", "openai", "anthropic"]
 Fsync = Literal["always", "never"]
+CacheReuse = Literal["off", "auto"]
 
 
 #: A header whose name matches carries a secret: its value is never shown, logged or echoed.
@@ -134,6 +135,13 @@ class SummarizerSection:
     headers: dict[str, str] = attrs.field(factory=dict)
     timeout_seconds: float = setting(120, above=0)
     parallel_split_turn: bool = setting(False)
+    cache_reuse: CacheReuse = setting(
+        "auto", doc="`auto`: a compaction replays the agent's last request (recorded by `pi/recordRequest`) plus "
+        "one summary instruction when that is the agent's own model, its prompt cache is still warm and the priced "
+        "estimate is below the serialized request's; `off`: always Pi 1.6.0's serialized request")
+    prices: dict[str, Any] = attrs.field(factory=dict, metadata={
+        "keep_null": True, "doc": '`{"<provider>/<model>": {input, output, cacheRead, cacheWrite}}` in $ per million '
+        "tokens, for `usage.cost` where Pi's `models.json` and the built-in table have no price"})
 
 
 @attrs.frozen(kw_only=True)

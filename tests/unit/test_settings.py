@@ -29,7 +29,7 @@ PROTOCOL_DEFAULTS = {
     "models": {},
     "summarizer": {"provider": "offline", "baseUrl": None, "model": None, "apiKeyEnv": None,
                    "contextWindow": 128000, "maxTokens": None, "headers": {}, "timeoutSeconds": 120,
-                   "parallelSplitTurn": False},
+                   "parallelSplitTurn": False, "cacheReuse": "auto", "prices": {}},
     "retry": {"enabled": True, "maxRetries": 3, "baseDelayMs": 2000, "maxAgentDelayMs": 60000},
     "tokenizer": "pi",
     "daemon": {"hookTimeoutSeconds": 30, "reviewTimeoutSeconds": None, "fsync": "always",

@@ -755,6 +755,8 @@ export interface SummarizerSection {
   headers?: Record<string, string>;
   timeoutSeconds?: number;
   parallelSplitTurn?: boolean;
+  cacheReuse: "off" | "auto";
+  prices?: Record<string, unknown>;
 }
 
 export interface RetrySettings {

@@ -51,6 +51,7 @@ from pi_sessiond.summarizers.carry import carry_forward
 from pi_sessiond.summarizers.errors import ContextLengthError, SummarizerError
 from pi_sessiond.summarizers.facts import Facts, extract_facts
 from pi_sessiond.summarizers.gate import Added, repair
+from pi_sessiond.summarizers.pricing import ModelPrice, priced
 from pi_sessiond.summarizers.retry import RetryCallback, with_retries
 
 log = logging.getLogger("pi_sessiond.pipeline")
@@ -67,13 +68,15 @@ class RunOptions:
     ``limit`` is what the output limits are made of (``None``: only the
     summarizer's window is known); ``retry`` is ``retry.*``;
     ``parallel_split_turn`` is ``summarizer.parallelSplitTurn``; ``on_retry``
-    hears of every retry before its wait (the daemon's ``$/progress``).
+    hears of every retry before its wait (the daemon's ``$/progress``);
+    ``price`` is the summarizer model's, each answer's ``usage.cost`` is filled in at it.
     """
 
     limit: OutputLimit | None = None
     retry: RetrySettings = attrs.field(factory=RetrySettings)
     parallel_split_turn: bool = False
     on_retry: RetryCallback | None = None
+    price: ModelPrice | None = None
 
     def limit_for(self, summarizer: Summarizer) -> OutputLimit:
         """``limit``, or one made of ``summarizer``'s window alone."""
@@ -204,14 +207,18 @@ async def _answer(
     progress: TokensCallback | None,
     options: RunOptions,
 ) -> SummaryResult:
-    """The summarizer's answer to ``request``: not incomplete, not empty (one more try for that)."""
+    """The summarizer's answer to ``request``: not incomplete, not empty (one more try for that).
+
+    Its usage is that of every answer it took (an empty first answer is paid for too), priced."""
+    spent = Usage()
     for _attempt in range(2):
         result = await with_retries(
             lambda: summarizer.summarize(request, progress=progress), options.retry, options.on_retry
         )
         refuse_incomplete(job, result)
+        spent = add_usage(spent, priced(result.usage, options.price))
         if result.text.strip():
-            return result
+            return attrs.evolve(result, usage=spent)
     raise SummaryValidationError("the summarizer's answer was empty twice")
 
 

@@ -9,6 +9,11 @@ Output limit of the summarizer model (``summarizer.provider`` /
 ``summarizer.model``): ``models[…].maxTokens``, then Pi's ``models.json``,
 then :data:`BUILTIN_MAX_OUTPUT`; ``None`` when none knows it (the request
 builder then derives one from the window).
+
+Price of the summarizer model (for ``usage.cost``): Pi's registry first (the
+``cost`` of its ``models.json`` entry, then the built-in table of
+:mod:`pi_sessiond.summarizers.pricing`), else ``summarizer.prices``
+(``"<provider>/<model>"`` or the bare model id); ``None`` when none knows it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pi_protocol.base import JsonDict
 from pi_protocol.settings import Settings
 from pi_sessiond.settings.files import read_json_file
 from pi_sessiond.store.layout import agent_dir
+from pi_sessiond.summarizers.pricing import ModelPrice, builtin_price, price_from
 
 FALLBACK_WINDOW = 128000
 
@@ -81,6 +87,22 @@ def summarizer_max_output(settings: Settings) -> int | None:
     return found or _longest_prefix(BUILTIN_MAX_OUTPUT, section.model)
 
 
+def summarizer_price(settings: Settings) -> ModelPrice | None:
+    """The summarizer model's price, or ``None`` when unknown (see the module docstring)."""
+    return model_price(settings, settings.summarizer.provider, settings.summarizer.model or "")
+
+
+def model_price(settings: Settings, provider: str, model_id: str) -> ModelPrice | None:
+    """The price of ``provider``/``model_id`` (see the module docstring)."""
+    if provider == "offline" or not model_id:
+        return None
+    registry = price_from(_pi_model(provider, model_id).get("cost")) or builtin_price(model_id)
+    if registry is not None:
+        return registry
+    table = settings.summarizer.prices
+    return price_from(table.get(f"{provider}/{model_id}")) or price_from(table.get(model_id))
+
+
 def builtin_window(model_id: str) -> int:
     """The built-in table's window for ``model_id`` (provider prefixes like ``openai/`` ignored)."""
     return _longest_prefix(BUILTIN_WINDOWS, model_id) or FALLBACK_WINDOW
@@ -117,17 +139,22 @@ def _from_models(models: Any, provider: str, model_id: str, key: str) -> int | N
 
 def _from_pi_models_json(provider: str, model_id: str, key: str) -> int | None:
     """Pi's ``models.json``: ``{"providers": {name: {"models": [{"id", "contextWindow", "maxTokens"}]}}}``."""
+    return _number_of(_pi_model(provider, model_id), key)
+
+
+def _pi_model(provider: str, model_id: str) -> Mapping[str, Any]:
+    """The entry of ``provider``/``model_id`` in Pi's ``models.json`` (empty when there is none)."""
     providers = _read_models_json().get("providers")
     if not isinstance(providers, Mapping):
-        return None
+        return {}
     entry = providers.get(provider)
     models = entry.get("models") if isinstance(entry, Mapping) else None
     if not isinstance(models, list):
-        return None
+        return {}
     for model in models:
         if isinstance(model, Mapping) and model.get("id") == model_id:
-            return _number_of(model, key)
-    return None
+            return model
+    return {}
 
 
 def _read_models_json() -> JsonDict:

@@ -9,7 +9,7 @@ import attrs
 from pi_protocol.settings import Settings
 from pi_sessiond.pipeline.requests import OutputLimit
 from pi_sessiond.pipeline.summaries import RunOptions
-from pi_sessiond.service.models import summarizer_max_output
+from pi_sessiond.service.models import summarizer_max_output, summarizer_price
 from pi_sessiond.service.progress import Report
 from pi_sessiond.summarizers.base import Summarizer
 from pi_sessiond.summarizers.config import SummarizerSettings, summarizer_settings
@@ -38,4 +38,4 @@ def run_options(settings: Settings, report: Report | None = None) -> RunOptions:
     )
     on_retry = (lambda notice: report(notice.message, None)) if report is not None else None
     return RunOptions(limit=limit, retry=settings.retry, parallel_split_turn=section.parallel_split_turn,
-                      on_retry=on_retry)
+                      on_retry=on_retry, price=summarizer_price(settings))

@@ -18,6 +18,13 @@ Rules (documented because servers differ):
   ``o4``… (``o<digit>`` or ``o<digit>-…``) and ``gpt-5…`` except ``gpt-5…-chat…``.
   ``xhigh`` becomes ``high``; ``minimal`` becomes ``low`` for the o-series,
   which has no ``minimal``.
+- ``prompt_cache_options: {"mode": "explicit"}`` is sent to models that bill
+  cache writes and cache the newest message implicitly (:func:`explicit_cache_mode`:
+  GPT-5.6 and later, ``gpt-daybreak-…``), so a one-shot summary writes no cache
+  entry it never reads; older models reject the field and never get it.
+- Usage: ``prompt_tokens_details.cached_tokens`` are cache reads and
+  ``prompt_tokens_details.cache_write_tokens`` cache writes; input is the
+  prompt tokens less both.
 - No key, no ``Authorization`` header (fine for local servers).
 - ``finish_reason: "length"`` is reported as stop reason ``length``; tool
   calls (or ``finish_reason: "tool_calls"``) as ``toolUse``; an empty answer
@@ -42,12 +49,25 @@ from .sse import aiter_sse, json_data
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _O_SERIES = re.compile(r"^o\d+(-|$)")
 _LEVELS = {"minimal", "low", "medium", "high", "xhigh"}
+_GPT_VERSION = re.compile(r"^gpt-(\d+)(?:\.(\d+))?(?:-|$)")
+EXPLICIT_CACHE_FROM = (5, 6)
 
 
 def is_reasoning_model(model: str) -> bool:
     """Guess whether ``model`` accepts ``reasoning_effort`` (see the module docstring)."""
     name = model.rsplit("/", 1)[-1].lower()
     return bool(_O_SERIES.match(name)) or (name.startswith("gpt-5") and "chat" not in name)
+
+
+def explicit_cache_mode(model: str) -> bool:
+    """Whether ``model`` takes ``prompt_cache_options`` (GPT-5.6 and later, ``gpt-daybreak-…``)."""
+    name = model.rsplit("/", 1)[-1].lower()
+    if name.startswith("gpt-daybreak-"):
+        return True
+    version = _GPT_VERSION.match(name)
+    if version is None:
+        return False
+    return (int(version.group(1)), int(version.group(2) or 0)) >= EXPLICIT_CACHE_FROM
 
 
 def reasoning_effort(level: str | None, model: str) -> str | None:
@@ -62,13 +82,15 @@ def reasoning_effort(level: str | None, model: str) -> str | None:
 
 
 def openai_usage(data: JsonDict) -> Usage:
-    """Our :class:`Usage` from a Chat Completions ``usage`` object (cached prompt tokens split out)."""
+    """Our :class:`Usage` from a Chat Completions ``usage`` object (cache reads and writes split out)."""
     details = data.get("prompt_tokens_details")
-    cached = as_int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    details = details if isinstance(details, dict) else {}
+    cached, written = as_int(details.get("cached_tokens")), as_int(details.get("cache_write_tokens"))
     prompt = as_int(data.get("prompt_tokens"))
     output = as_int(data.get("completion_tokens"))
-    total = as_int(data.get("total_tokens")) or prompt + output
-    return Usage(input=max(0, prompt - cached), cache_read=cached, output=output, total_tokens=total)
+    uncached = max(0, prompt - cached - written)
+    return Usage(input=uncached, cache_read=cached, cache_write=written, output=output,
+                 total_tokens=uncached + cached + written + output)
 
 
 class _OpenAIStream:
@@ -129,6 +151,8 @@ class OpenAISummarizer(HttpSummarizer):
         effort = reasoning_effort(request.reasoning, self.model) if self.reasoning_model else None
         if effort is not None:
             body["reasoning_effort"] = effort
+        if explicit_cache_mode(self.model):
+            body["prompt_cache_options"] = {"mode": "explicit"}
         return body
 
     async def read_stream(self, response: httpx.Response, meter: ProgressMeter) -> SummaryResult:

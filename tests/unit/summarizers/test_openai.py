@@ -11,7 +11,13 @@ from tests.loopback_provider import LoopbackProvider, count_tokens, default_repl
 
 from pi_sessiond.summarizers.base import SummaryRequest
 from pi_sessiond.summarizers.config import SummarizerSettings
-from pi_sessiond.summarizers.openai import OpenAISummarizer, is_reasoning_model, openai_usage, reasoning_effort
+from pi_sessiond.summarizers.openai import (
+    OpenAISummarizer,
+    explicit_cache_mode,
+    is_reasoning_model,
+    openai_usage,
+    reasoning_effort,
+)
 
 KEY = "sk-openai-loopback-7d21e0"
 REQUEST = SummaryRequest(
@@ -155,3 +161,30 @@ def test_usage_splits_cached_prompt_tokens() -> None:
     )
     assert (usage.input, usage.cache_read, usage.output, usage.total_tokens) == (400, 600, 50, 1050)
     assert openai_usage({"prompt_tokens": None}).total_tokens == 0
+
+
+def test_usage_reads_cache_write_tokens() -> None:
+    usage = openai_usage(
+        {
+            "prompt_tokens": 5000,
+            "completion_tokens": 70,
+            "total_tokens": 5070,
+            "prompt_tokens_details": {"cached_tokens": 3072, "cache_write_tokens": 1792},
+        }
+    )
+    assert (usage.input, usage.cache_read, usage.cache_write, usage.output) == (136, 3072, 1792, 70)
+    assert usage.total_tokens == 5070
+
+
+@pytest.mark.parametrize(
+    ("model", "explicit"),
+    [
+        ("gpt-5.6-sol", True), ("gpt-5.6", True), ("openai/gpt-6-luna", True), ("gpt-6.2-astra", True),
+        ("gpt-daybreak-blue-latest", True), ("gpt-5.5", False), ("gpt-5", False), ("gpt-5.4-mini", False),
+        ("gpt-4.1", False), ("o3", False), ("llama-3.1-8b", False), ("gpt-50x", False),
+    ],
+)
+def test_explicit_cache_mode_only_for_gpt_5_6_and_later(model: str, explicit: bool) -> None:
+    body = OpenAISummarizer(SummarizerSettings(provider="openai", model=model), KEY).build_body(REQUEST)
+    assert body.get("prompt_cache_options") == ({"mode": "explicit"} if explicit else None)
+    assert explicit_cache_mode(model) is explicit
