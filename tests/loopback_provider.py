@@ -23,6 +23,11 @@ Contracts:
   scripted fault.
 * Token counts are deterministic: :func:`count_tokens` (4 characters a token)
   of every string in ``system`` and ``messages`` in, of the answer out.
+* Prompt caching is each API's own (:mod:`tests.loopback_cache`, on the fake
+  clock :attr:`LoopbackProvider.cache`): OpenAI's automatic prefix cache,
+  Anthropic's ``cache_control`` breakpoints. A request without
+  ``cache_control`` or below 1024 tokens reads and writes nothing. Every
+  answered request records the usage it reported (:attr:`RecordedRequest.usage`).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import argparse
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import http
 import itertools
 import json
@@ -45,6 +51,8 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
+
+from tests.loopback_cache import CacheUsage, PromptCache
 
 MODES = frozenset(
     {
@@ -125,6 +133,7 @@ class RecordedRequest:
     completed: bool = False
     mode: str = "ok"
     answered_at: float | None = None  # when the end of the response was about to be written
+    usage: dict[str, Any] | None = None  # the usage the answer reported (in the API's own shape)
 
 
 def count_tokens(text: str) -> int:
@@ -199,6 +208,7 @@ class _Plan:
     input_tokens: int
     include_usage: bool
     length: bool = False
+    cache: CacheUsage = CacheUsage(0)
 
     @property
     def output_tokens(self) -> int:
@@ -253,11 +263,14 @@ class _OpenAI:
     @staticmethod
     def _usage(plan: _Plan) -> dict[str, Any]:
         out = plan.output_tokens
+        details: dict[str, int] = {"cached_tokens": plan.cache.read}
+        if plan.cache.write:
+            details["cache_write_tokens"] = plan.cache.write
         return {
             "prompt_tokens": plan.input_tokens,
             "completion_tokens": out,
             "total_tokens": plan.input_tokens + out,
-            "prompt_tokens_details": {"cached_tokens": 0},
+            "prompt_tokens_details": details,
             "completion_tokens_details": {"reasoning_tokens": 0},
         }
 
@@ -350,9 +363,15 @@ class _Anthropic:
             )
         return blocks
 
+    @staticmethod
+    def usage(plan: _Plan) -> dict[str, Any]:
+        """The final usage of an answer (``message_start``'s, with the whole output)."""
+        return {"input_tokens": plan.input_tokens - plan.cache.read - plan.cache.write,
+                "cache_creation_input_tokens": plan.cache.write, "cache_read_input_tokens": plan.cache.read,
+                "output_tokens": plan.output_tokens}
+
     def _start(self, plan: _Plan) -> tuple[dict[str, Any], dict[str, Any]]:
-        usage = {"input_tokens": plan.input_tokens, "output_tokens": 1}
-        usage |= {"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        usage = {**self.usage(plan), "output_tokens": 1}
         return {"id": plan.rid, "type": "message", "role": "assistant", "model": plan.model, "content": []}, usage
 
     def stream(self, plan: _Plan) -> tuple[list[bytes], int]:
@@ -562,6 +581,8 @@ class LoopbackProvider:
         self._stopping: asyncio.Event | None = None
         self._error: BaseException | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self.cache = PromptCache()
+        """Both APIs' prompt caches; ``cache.advance(seconds)`` moves their clock."""
 
     def __enter__(self) -> LoopbackProvider:
         return self.start()
@@ -694,7 +715,7 @@ class LoopbackProvider:
             work = conn.respond(invalid[0], {"content-type": JSON}, invalid[1], req.keep_alive)
         else:
             assert fault is not None
-            work = self._respond(conn, wire, fault, body, req.keep_alive)
+            work = self._respond(conn, wire, fault, body, req.keep_alive, record)
         conn.finishing = lambda: self._update(record, True, None)
         self._update(record, *await conn.watch(work))
 
@@ -710,7 +731,9 @@ class LoopbackProvider:
         with self._lock:
             return self._queue.popleft() if self._queue else self._default
 
-    async def _respond(self, conn: _Conn, wire: Any, fault: Fault, body: dict[str, Any], keep: bool) -> bool:
+    async def _respond(
+        self, conn: _Conn, wire: Any, fault: Fault, body: dict[str, Any], keep: bool, record: RecordedRequest
+    ) -> bool:
         await asyncio.sleep(fault.delay or (DEFAULT_DELAY if fault.mode == "delay" else 0))
         n = next(self._ids)
         headers = {wire.rid_header: f"req_loopback{n}"}
@@ -723,6 +746,10 @@ class LoopbackProvider:
                 headers["retry-after"] = _seconds(retry)
             return await conn.respond(fault.status or status, {**headers, "content-type": JSON}, payload, keep)
         plan = _plan(wire, fault, body, f"{'chatcmpl-' if isinstance(wire, _OpenAI) else 'msg_'}loopback{n}")
+        cached = self.cache.openai(body) if isinstance(wire, _OpenAI) else self.cache.anthropic(body)
+        plan = dataclasses.replace(plan, input_tokens=cached.prompt or plan.input_tokens, cache=cached)
+        with self._lock:
+            record.usage = _OpenAI._usage(plan) if isinstance(wire, _OpenAI) else _Anthropic.usage(plan)
         if body.get("stream") is True:
             return await _stream(conn, wire, fault, headers, plan, keep)
         return await _complete(conn, wire.complete(plan), fault, headers, keep)
