@@ -6,7 +6,14 @@ cattrs only.
 """
 
 from pi_protocol import errors, methods, params, results
-from pi_protocol.compaction import CompactionPreview, CompactResult, Gate, GateAddition, NavigateResult
+from pi_protocol.compaction import (
+    CompactionPreview,
+    CompactResult,
+    Gate,
+    GateAddition,
+    NavigateResult,
+    RequestPlan,
+)
 from pi_protocol.content import ContentBlock, ImageContent, TextContent, ThinkingContent, ToolCall
 from pi_protocol.converter import StructureError, converter, structure, unstructure
 from pi_protocol.entries import (
@@ -67,6 +74,7 @@ __all__ = [
     "MessageEntry",
     "ModelChangeEntry",
     "NavigateResult",
+    "RequestPlan",
     "SessionEntry",
     "SessionHeader",
     "SessionInfoEntry",

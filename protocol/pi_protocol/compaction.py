@@ -28,6 +28,31 @@ class SummaryRequestView:
     reasoning: str | None = keep_null(default=None)
 
 
+RequestShape = Literal["serialized", "replay"]
+
+
+@attrs.define(kw_only=True)
+class RequestPlan:
+    """How a compaction's history request is sent, and what each shape was estimated to cost.
+
+    ``serialized``: Pi's request (the old messages as one text); ``replay``: the
+    agent's last request as it was sent plus one summary instruction, read
+    from the provider's prompt cache. ``reason`` says why the shape was
+    chosen. Costs are dollars when ``priced``, else tokens weighted as the
+    provider bills them (input 1, cache read 0.1, cache write 1.25).
+    ``replay_tokens``/``replay_cached_tokens`` are ``0`` when no replay was possible.
+    """
+
+    shape: RequestShape = "serialized"
+    reason: str = ""
+    serialized_tokens: int = 0
+    serialized_cost: float = 0.0
+    replay_tokens: int = 0
+    replay_cached_tokens: int = 0
+    replay_cost: float | None = keep_null(default=None)
+    priced: bool = False
+
+
 @attrs.define(kw_only=True)
 class CompactionPreview:
     """A prepared compaction: what is summarized, what is kept, the exact request."""
@@ -45,6 +70,8 @@ class CompactionPreview:
     prompt: str = ""
     nothing_to_compact: bool = False
     requests: list[SummaryRequestView] = attrs.field(factory=list)
+    request_shape: RequestShape = "serialized"
+    request_plan: RequestPlan | None = None
 
 
 @attrs.define(kw_only=True)
@@ -81,6 +108,8 @@ class CompactResult:
     was enough and no summary was written: ``entry`` is then the last edit.
 
     ``gate`` lists the facts the fidelity gate added (empty for a hook's entry).
+    ``request_shape`` is how the history request was sent (``summarizer.cacheReuse``),
+    ``request_plan`` the planner's choice and estimate (absent when no summary was asked for).
     """
 
     entry: RawEntry
@@ -91,6 +120,8 @@ class CompactResult:
     outcome: Literal["compacted", "maskedOnly"] = "compacted"
     masked: list[RawEntry] = attrs.field(factory=list)
     gate: Gate = attrs.field(factory=Gate)
+    request_shape: RequestShape = "serialized"
+    request_plan: RequestPlan | None = None
 
 
 @attrs.define(kw_only=True)

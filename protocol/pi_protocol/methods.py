@@ -36,6 +36,7 @@ from pi_protocol.params import (
     MaskParams,
     NavigateTreeParams,
     OpenSessionParams,
+    RecordRequestParams,
     ReportOverflowParams,
     SessionParams,
     SetLabelParams,
@@ -53,6 +54,7 @@ from pi_protocol.results import (
     CompactionEnded,
     CompactionFailed,
     CompactionStarted,
+    EmptyResult,
     EntriesResult,
     EstimateTokensResult,
     IdResult,
@@ -93,6 +95,7 @@ GET_SETTINGS: Final = "pi/getSettings"
 UPDATE_SETTINGS: Final = "pi/updateSettings"
 SUMMARIZE: Final = "pi/summarize"
 COMMIT_DRAFT: Final = "pi/commitDraft"
+RECORD_REQUEST: Final = "pi/recordRequest"
 
 # daemon -> client notifications
 COMPACTION_STARTED: Final = "pi/compactionStarted"
@@ -221,6 +224,10 @@ METHODS: Final = (
     MethodSpec(SUMMARIZE, SummarizeParams, Draft,
                "A DRAFT summary of `preparation` (else of the leaf) or of `entriesToSummarize`; never writes.",
                progress=True, errors=("unknownSession", "nothingToCompact", "summarizerFailed", "busy")),
+    MethodSpec(RECORD_REQUEST, RecordRequestParams, EmptyResult,
+               "The body an agent last sent to its provider, kept in memory only (never written or logged) so "
+               "that a compaction may replay it from the provider's prompt cache (`summarizer.cacheReuse`).",
+               errors=_SESSION),
 )
 
 NOTIFICATIONS: Final = (

@@ -81,6 +81,22 @@ class GetEntriesParams:
 
 
 @attrs.define(kw_only=True)
+class RecordRequestParams:
+    """``pi/recordRequest``: the body an agent last sent to its provider (``provider``/``model`` its model).
+
+    ``sent_at``: when it was sent, in ms since the epoch (default: when it arrives).
+    Kept in memory for cache-aware compaction, never written or logged.
+    """
+
+    session_id: str
+    provider: str
+    model: str
+    body: JsonDict
+    sent_at: float | None = None
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
 class SetLabelParams:
     session_id: str
     entry_id: str

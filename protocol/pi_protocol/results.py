@@ -99,6 +99,13 @@ class IdResult:
 
 
 @attrs.define(kw_only=True)
+class EmptyResult:
+    """An answer with nothing in it (``{}``)."""
+
+    extra: JsonDict = extra_field()
+
+
+@attrs.define(kw_only=True)
 class TokenTotals:
     input: int = 0
     output: int = 0

@@ -56,7 +56,7 @@ def test_compact_appends_one_line_to_a_copy_of_the_real_fixture(real_session: Pa
     assert json.loads(lines[0])["version"] == 3
     entry = json.loads(lines[-1])
     assert list(result) == ["entry", "tokensBefore", "tokensAfter", "estimatedTokensAfter", "usage", "outcome",
-                            "masked", "gate"]
+                            "masked", "gate", "requestShape"]
     assert result["entry"] == entry
     assert entry["type"] == "compaction" and entry["parentId"] == f"{1002:08x}"
     assert entry["firstKeptEntryId"] == f"{947:08x}"

@@ -85,7 +85,7 @@ async def test_compact_streams_progress_on_the_client_token_and_notifies(daemons
     assert 1 <= len(requests) <= 2 and all(r.completed for r in requests)
     request = requests[0]
     assert list(result) == ["entry", "tokensBefore", "tokensAfter", "estimatedTokensAfter", "usage", "outcome",
-                            "masked", "gate"]
+                            "masked", "gate", "requestShape", "requestPlan"]
     entry = result["entry"]
     assert entry["type"] == "compaction" and entry["summary"].startswith("## Goal")
     assert 0 < result["tokensAfter"] < result["tokensBefore"] == entry["tokensBefore"]
@@ -710,7 +710,7 @@ async def test_report_overflow_compacts_with_will_retry(daemons: Daemons, tmp_pa
     sid = await open_path(client, path)
     result = await call(client, "pi/reportOverflow", {"sessionId": sid, "workDoneToken": "ov"})
     assert list(result) == ["entry", "tokensBefore", "tokensAfter", "estimatedTokensAfter", "usage", "outcome",
-                            "masked", "gate"]
+                            "masked", "gate", "requestShape"]
     started = await wait_event(client, "pi/compactionStarted")
     assert started == {"sessionId": sid, "reason": "overflow", "willRetry": True}
     ended = await wait_event(client, "pi/compactionEnded")

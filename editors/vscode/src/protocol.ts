@@ -260,6 +260,17 @@ export interface SummaryRequestView {
   reasoning?: string | null;
 }
 
+export interface RequestPlan {
+  shape: "serialized" | "replay";
+  reason?: string;
+  serializedTokens?: number;
+  serializedCost?: number;
+  replayTokens?: number;
+  replayCachedTokens?: number;
+  replayCost?: number | null;
+  priced?: boolean;
+}
+
 export interface CompactionPreview {
   firstKeptEntryId: string;
   isSplitTurn: boolean;
@@ -274,6 +285,8 @@ export interface CompactionPreview {
   prompt?: string;
   nothingToCompact?: boolean;
   requests?: SummaryRequestView[];
+  requestShape: "serialized" | "replay";
+  requestPlan?: RequestPlan | null;
 }
 
 export interface GateAddition {
@@ -294,6 +307,8 @@ export interface CompactResult {
   outcome: "compacted" | "maskedOnly";
   masked?: SessionEntry[];
   gate?: Gate;
+  requestShape: "serialized" | "replay";
+  requestPlan?: RequestPlan | null;
 }
 
 export interface NavigateResult {
@@ -352,6 +367,15 @@ export interface GetEntriesParams {
   since?: string | null;
   fromId?: string | null;
   toId?: string | null;
+  [key: string]: unknown;
+}
+
+export interface RecordRequestParams {
+  sessionId: string;
+  provider: string;
+  model: string;
+  body: Record<string, unknown>;
+  sentAt?: number | null;
   [key: string]: unknown;
 }
 
@@ -507,6 +531,10 @@ export interface EntriesResult {
 
 export interface IdResult {
   id: string;
+}
+
+export interface EmptyResult {
+  [key: string]: unknown;
 }
 
 export interface TokenTotals {
@@ -826,6 +854,7 @@ export interface PiMethods {
   "pi/getSettings": { params: GetSettingsParams; result: SettingsResult };
   "pi/updateSettings": { params: UpdateSettingsParams; result: SettingsResult };
   "pi/summarize": { params: SummarizeParams; result: Draft };
+  "pi/recordRequest": { params: RecordRequestParams; result: EmptyResult };
 }
 
 export interface PiNotifications {
@@ -868,6 +897,7 @@ export const Methods = {
   GET_SETTINGS: "pi/getSettings",
   UPDATE_SETTINGS: "pi/updateSettings",
   SUMMARIZE: "pi/summarize",
+  RECORD_REQUEST: "pi/recordRequest",
   COMPACTION_STARTED: "pi/compactionStarted",
   COMPACTION_ENDED: "pi/compactionEnded",
   COMPACTED: "pi/compacted",

@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable
 
 import attrs
 
-from pi_protocol import CompactionEntry, CompactionPreview, FileDetails, Usage, structure, unstructure
+from pi_protocol import CompactionEntry, CompactionPreview, FileDetails, RequestPlan, Usage, structure, unstructure
 from pi_protocol.base import JsonDict
 from pi_protocol.compaction import SummaryRequestView
 from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
@@ -102,6 +102,7 @@ class CompactionDone:
     usage: Usage | None
     gate: tuple[Added, ...] = ()
     chunks: int = 1
+    plan: RequestPlan | None = None
 
 
 def prepare_or_refuse(session: Session, settings: CompactionSettings) -> CompactionPreparation:
@@ -181,6 +182,7 @@ async def compact(
         usage=summary.usage if summary is not None else hooked_usage(entry),
         gate=summary.gate if summary is not None else (),
         chunks=summary.chunks if summary is not None else 0,
+        plan=summary.plan if summary is not None else None,
     )
 
 
@@ -260,7 +262,7 @@ async def _sized_summary(
             if attempt == attempts - 1:
                 raise
             continue
-        return SummaryText(text=text, usage=spent, gate=gate, chunks=summary.chunks)
+        return SummaryText(text=text, usage=spent, gate=gate, chunks=summary.chunks, plan=summary.plan)
     raise AssertionError("unreachable")
 
 

@@ -28,6 +28,13 @@ Contracts:
   (:func:`job_facts`: the previous summary's constraints, decisions, open
   TODOs, identifiers, last error and request — the later wins), as
   :attr:`SummaryText.gate`, before anything is shown or written. Nothing here writes anything.
+- With :attr:`RunOptions.replay` (``summarizer.cacheReuse: "auto"``) a
+  history job first asks :mod:`~pi_sessiond.pipeline.cachereuse` for its
+  request's shape. A replay answer that called a tool, stopped at its limit,
+  is empty or lacks the structured headings (or a replay the window refuses)
+  is asked once more serialized; both usages count. A replayed summary goes
+  through the same heading normalization and fidelity gate. The plan is told
+  to :attr:`RunOptions.on_plan` and kept in :attr:`SummaryText.plan`.
 - Cancellation propagates untouched (the summarizer closes its stream).
 """
 
@@ -39,18 +46,20 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from pi_protocol import Cost, Usage
+from pi_protocol import Cost, RequestPlan, Usage
 from pi_protocol.base import JsonDict
 from pi_protocol.settings import RetrySettings
 from pi_sessiond.compaction.prompts import merge_split_turn
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.errors import SummaryIncomplete
+from pi_sessiond.pipeline.cachereuse import ReplaySource
 from pi_sessiond.pipeline.requests import CompactionJobs, OutputLimit, SummaryJob
 from pi_sessiond.summarizers.base import Summarizer, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.carry import carry_forward
 from pi_sessiond.summarizers.errors import ContextLengthError, SummarizerError
 from pi_sessiond.summarizers.facts import Facts, extract_facts
 from pi_sessiond.summarizers.gate import Added, repair
+from pi_sessiond.summarizers.headings import normalize
 from pi_sessiond.summarizers.pricing import ModelPrice, priced
 from pi_sessiond.summarizers.retry import RetryCallback, with_retries
 
@@ -69,7 +78,9 @@ class RunOptions:
     summarizer's window is known); ``retry`` is ``retry.*``;
     ``parallel_split_turn`` is ``summarizer.parallelSplitTurn``; ``on_retry``
     hears of every retry before its wait (the daemon's ``$/progress``);
-    ``price`` is the summarizer model's, each answer's ``usage.cost`` is filled in at it.
+    ``price`` is the summarizer model's, each answer's ``usage.cost`` is filled in at it;
+    ``replay`` makes a history request cache-aware (``None``: always serialized),
+    ``on_plan`` hears of its plan.
     """
 
     limit: OutputLimit | None = None
@@ -77,6 +88,8 @@ class RunOptions:
     parallel_split_turn: bool = False
     on_retry: RetryCallback | None = None
     price: ModelPrice | None = None
+    replay: ReplaySource | None = None
+    on_plan: Callable[[RequestPlan], None] | None = None
 
     def limit_for(self, summarizer: Summarizer) -> OutputLimit:
         """``limit``, or one made of ``summarizer``'s window alone."""
@@ -98,6 +111,7 @@ class SummaryText:
     usage: Usage
     gate: tuple[Added, ...] = ()
     chunks: int = 1
+    plan: RequestPlan | None = None
 
 
 def add_usage(a: Usage, b: Usage) -> Usage:
@@ -131,19 +145,57 @@ async def run_job(
     progress: TokensCallback | None = None,
     options: RunOptions | None = None,
 ) -> SummaryText:
-    """One summary: chunked on context-length errors, incomplete answers refused, repaired by the gate."""
+    """One summary: replayed when cheaper, chunked on context-length errors, incomplete answers refused,
+    repaired by the gate."""
     options = options or RunOptions()
     facts = await asyncio.to_thread(job_facts, job)
+    plan, spent = None, Usage()
+    if options.replay is not None and job.purpose == "history":
+        plan = options.replay.plan(await asyncio.to_thread(job.request))
+        if options.on_plan is not None:
+            options.on_plan(plan)
+        if plan.shape == "replay":
+            replayed, spent = await _replayed(summarizer, job, facts, plan, progress, options)
+            if replayed is not None:
+                return replayed
+            plan = attrs.evolve(plan, shape="serialized", reason="the replayed answer was unusable")
     parts = 1
     while True:
         try:
-            return await _in_chunks(summarizer, job, facts, parts, progress, options)
+            text = await _in_chunks(summarizer, job, facts, parts, progress, options)
+            return attrs.evolve(text, usage=add_usage(spent, text.usage), plan=plan)
         except ContextLengthError:
             if parts * 2 > min(MAX_CHUNKS, len(job.messages)):
                 raise
             parts *= 2
             log.info("the %s range does not fit the summarizer's window: summarizing it in %d chunks",
                      job.purpose, parts)
+
+
+async def _replayed(
+    summarizer: Summarizer, job: SummaryJob, facts: Facts, plan: RequestPlan, progress: TokensCallback | None,
+    options: RunOptions,
+) -> tuple[SummaryText | None, Usage]:
+    """The replayed summary, or ``None`` when its answer is unusable; the usage it cost either way."""
+    assert options.replay is not None
+    request = job.request()
+    body = options.replay.body(request, plan, job.instructions)
+    try:
+        result = await with_retries(
+            lambda: summarizer.summarize(attrs.evolve(request, body=body), progress=progress),
+            options.retry, options.on_retry,
+        )
+    except ContextLengthError:
+        log.info("the replayed request did not fit the summarizer's window: asking serialized")
+        return None, Usage()
+    usage = priced(result.usage, options.price)
+    lacking = [h for h in normalize(result.text, job.headings).added_headings if h.startswith("## ")]
+    if result.stop_reason != "stop" or not result.text.strip() or lacking:
+        log.info("the replayed answer was unusable (stop %s, %d headings missing): asking serialized",
+                 result.stop_reason, len(lacking))
+        return None, usage
+    repaired = repair(result.text, facts, job.purpose, job.headings)
+    return SummaryText(text=repaired.text, usage=usage, gate=repaired.added, plan=plan), usage
 
 
 def job_facts(job: SummaryJob) -> Facts:
@@ -266,6 +318,7 @@ async def summarize_compaction(
         usage=add_usage(head.usage, tail.usage),
         gate=head.gate + tail.gate,
         chunks=head.chunks + tail.chunks - 1,
+        plan=head.plan,
     )
 
 

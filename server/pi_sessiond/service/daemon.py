@@ -46,6 +46,7 @@ from pi_protocol.params import (
     MaskParams,
     NavigateTreeParams,
     OpenSessionParams,
+    RecordRequestParams,
     ReportOverflowParams,
     SessionParams,
     SetLabelParams,
@@ -55,6 +56,7 @@ from pi_protocol.params import (
 )
 from pi_protocol.results import (
     AppendResult,
+    EmptyResult,
     EntriesResult,
     EstimateTokensResult,
     IdResult,
@@ -117,7 +119,7 @@ class Daemon:
         )
         self.jobs = JobManager(lambda: settings.settings().daemon.max_concurrent_summaries)
         self.notify = notifier(events)
-        summarizers = Summarizers(summarizer_factory)
+        self.summarizers = summarizers = Summarizers(summarizer_factory)
         self.drafts = Drafts(self.notify, self.jobs, summarizers)
         self.compactions = Compactions(self.notify, self.jobs, hooks, summarizers, self.drafts, progress)
         self.preparing = Preparing(self.jobs, self.drafts, self.compactions, progress)
@@ -225,6 +227,12 @@ class Daemon:
         self.registry.close(opened.key)
         self.settings.forget(opened.key)
         self.drafts.store.forget(opened.key)
+        self.summarizers.recorded.forget(opened.key)
+
+    def record_request(self, params: RecordRequestParams) -> EmptyResult:
+        """``pi/recordRequest``: keep the agent's last provider request in memory (never written or logged)."""
+        self.summarizers.recorded.record(self.registry.get(params.session_id).key, params)
+        return EmptyResult()
 
     def list_sessions(self, params: ListSessionsParams) -> ListSessionsResult:
         """``pi/listSessions``, newest first."""
@@ -314,7 +322,7 @@ class Daemon:
 
     def preview_compaction(self, params: CompactParams) -> CompactionPreview:
         """``compact --dry-run`` (not a wire method): what ``pi/beforeCompact`` would show, without settings."""
-        return request.preview(self._scope(params.session_id), params.custom_instructions)
+        return request.preview(self._scope(params.session_id), params.custom_instructions, self.summarizers)
 
     async def report_overflow(self, params: ReportOverflowParams, progress: ProgressFactory) -> CompactResult:
         """``pi/reportOverflow``: compaction with reason ``overflow`` and ``willRetry: true``."""
@@ -384,5 +392,6 @@ HANDLERS: Final[Mapping[str, Callable[..., Any]]] = MappingProxyType({
     methods.GET_SETTINGS: Daemon.get_settings,
     methods.UPDATE_SETTINGS: Daemon.update_settings,
     methods.SUMMARIZE: Daemon.summarize,
+    methods.RECORD_REQUEST: Daemon.record_request,
 })
 """The ``Daemon`` method answering each row of :data:`pi_protocol.methods.METHODS` (called with the daemon first)."""

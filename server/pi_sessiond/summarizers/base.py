@@ -48,6 +48,8 @@ class SummaryRequest:
     previous_summary: str | None = None
     custom_instructions: str | None = None
     replace_instructions: bool = False
+    body: JsonDict | None = None
+    """A whole provider request body to send as it is (a replay); network providers then ignore the rest."""
 
 
 @attrs.frozen(kw_only=True)

@@ -247,7 +247,8 @@ class HttpSummarizer:
 
     async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None) -> SummaryResult:
         """Stream one summary in one attempt; see the module docstring."""
-        return await self._attempt(self.build_body(request), ProgressMeter(progress))
+        body = request.body if request.body is not None else self.build_body(request)
+        return await self._attempt(body, ProgressMeter(progress))
 
     async def _attempt(self, body: JsonDict, meter: ProgressMeter) -> SummaryResult:
         try:

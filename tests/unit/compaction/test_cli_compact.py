@@ -28,6 +28,7 @@ KEYS = [
     "prompt",
     "nothingToCompact",
     "requests",
+    "requestShape",
 ]
 HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
 
@@ -134,7 +135,7 @@ def test_without_dry_run_compacts_with_the_offline_summarizer(
     assert main(["compact", str(path), "--keep-recent-tokens", "0", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert list(doc) == ["entry", "tokensBefore", "tokensAfter", "estimatedTokensAfter", "usage", "outcome",
-                         "masked", "gate"]
+                         "masked", "gate", "requestShape"]
     assert doc["estimatedTokensAfter"] == doc["tokensAfter"] > 0 and doc["outcome"] == "compacted"
     assert set(doc["gate"]) == {"added"} and all(set(a) == {"kind", "text"} for a in doc["gate"]["added"])
     assert doc["usage"] == doc["entry"]["usage"]

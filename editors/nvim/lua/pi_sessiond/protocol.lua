@@ -26,6 +26,7 @@ M.methods = {
   GET_SETTINGS = 'pi/getSettings',
   UPDATE_SETTINGS = 'pi/updateSettings',
   SUMMARIZE = 'pi/summarize',
+  RECORD_REQUEST = 'pi/recordRequest',
 }
 
 --- Daemon -> client notifications.

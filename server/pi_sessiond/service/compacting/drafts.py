@@ -123,8 +123,9 @@ class Drafts:
         tokens_at = context_size(scope)
         summarizer = self.summarizers.open(scope.settings)
         try:
-            text = await summarize_prepared(session, summarizer, prep, instructions, report,
-                                            run_options(scope.settings, report))
+            options = self.summarizers.replaying(run_options(scope.settings, report), scope.settings, scope.key,
+                                                 report)
+            text = await summarize_prepared(session, summarizer, prep, instructions, report, options)
         finally:
             await summarizer.aclose()
         data = compaction_entry(prep, text.text, text.usage)

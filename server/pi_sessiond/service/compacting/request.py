@@ -44,6 +44,7 @@ from pi_sessiond.service.progress import Report, describe, failure, gate_of, ign
 from pi_sessiond.service.sessions.livewriter import check_live_writer
 from pi_sessiond.service.sessions.scope import Scope
 from pi_sessiond.service.summarizing import Summarizers, run_options
+from pi_sessiond.summarizers.base import SummaryRequest
 
 log = logging.getLogger(__name__)
 OVERFLOW_RETRIED = (
@@ -186,7 +187,7 @@ class Compactions:
                 return reused
             ready = reused  # the preparation made while looking for a kept draft, or None
         settings = scope.settings
-        options = run_options(settings, report)
+        options = self.summarizers.replaying(run_options(settings, report), settings, scope.key, report)
 
         async def supply(prep: CompactionPreparation) -> JsonDict | None:
             return await hooks.before_compact(self.hooks, scope, prep, reason, will_retry, instructions,
@@ -215,18 +216,29 @@ class Compactions:
                                                             reason="compaction"))
         return CompactResult(entry=entry.data, tokens_before=result.tokens_before, tokens_after=result.tokens_after,
                              estimated_tokens_after=result.tokens_after, usage=result.usage, outcome="compacted",
-                             gate=gate_of(result.gate))
+                             gate=gate_of(result.gate), request_plan=result.plan,
+                             request_shape=result.plan.shape if result.plan else "serialized")
 
 
-def preview(scope: Scope, instructions: str | None) -> CompactionPreview:
+def preview(scope: Scope, instructions: str | None, summarizers: Summarizers | None = None) -> CompactionPreview:
     """``compact --dry-run``: the preparation of the leaf as ``pi/beforeCompact`` shows it (without settings).
 
     It exists exactly where Pi 1.6.0 returns a preparation; :class:`NothingToCompact`
     (with Pi's reason) where Pi returns none, which includes nothing to summarize.
+    With ``summarizers`` and a cache-aware summarizer, the history request's plan
+    (``requestShape``, ``requestPlan``) is shown too.
     """
     session = scope.session
     path = session.path_to()
     prep = prepare_compaction(path, scope.compaction, session.projection())
     if prep is None:
         raise NothingToCompact(refusal(path))
-    return preview_of(prep, instructions, session_reasoning(session), run_options(scope.settings).limit)
+    options = run_options(scope.settings)
+    shown = preview_of(prep, instructions, session_reasoning(session), options.limit)
+    options = summarizers.replaying(options, scope.settings, scope.key, None) if summarizers else options
+    history = next((r for r in shown.requests if r.purpose == "history"), None)
+    if options.replay is None or history is None:
+        return shown
+    plan = options.replay.plan(SummaryRequest(system_prompt=history.system_prompt, prompt=history.prompt,
+                                              max_tokens=history.max_tokens))
+    return attrs.evolve(shown, request_shape=plan.shape, request_plan=plan)
