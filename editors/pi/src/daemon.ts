@@ -6,7 +6,14 @@ import { existsSync } from "node:fs";
 import { connect } from "node:net";
 import { Duplex } from "node:stream";
 import { Connection } from "./rpc.js";
-import type { BeforeCompactEvent, CompactionResult, ContextEditDraft, Json, TreePreparation } from "./pi-api.js";
+import type {
+  BeforeCompactEvent,
+  CompactionResult,
+  ContextEditDraft,
+  Json,
+  JsonObject,
+  TreePreparation,
+} from "./pi-api.js";
 import { daemonSocket } from "./paths.js";
 
 export interface Draft {
@@ -17,9 +24,19 @@ export interface Draft {
   usage?: unknown;
 }
 
+/** A provider request Pi sent: its model and the JSON body, when (ms since the epoch). */
+export interface ProviderRequest {
+  provider: string;
+  model: string;
+  body: JsonObject;
+  sentAt: number;
+}
+
 export class DaemonLink {
   private connection: Promise<Connection> | undefined;
   private child: ChildProcess | undefined;
+  /** The daemon's session id of each session file, learnt from `pi/openSession` (per connection). */
+  private sessionIds = new Map<string, string>();
 
   constructor(
     private readonly command: string[],
@@ -100,6 +117,31 @@ export class DaemonLink {
     return answer.edits.map((edit) => ({ type: "context_edit", targetId: edit.targetId, replacement: edit.replacement }));
   }
 
+  /**
+   * Hand the daemon the provider request Pi is about to send for `sessionFile` (`pi/recordRequest`; the
+   * daemon keeps it in memory only). The session is opened once per connection; a daemon that no longer
+   * knows the id (it restarted) is asked again after one more `pi/openSession`.
+   */
+  async recordRequest(sessionFile: string, request: ProviderRequest): Promise<void> {
+    for (const fresh of [false, true]) {
+      const sessionId = await this.sessionId(sessionFile, fresh);
+      try {
+        await this.call("pi/recordRequest", { sessionId, ...request });
+        return;
+      } catch (error) {
+        if (fresh || (error as { code?: number }).code !== -32001) throw error;
+      }
+    }
+  }
+
+  private async sessionId(sessionFile: string, fresh: boolean): Promise<string> {
+    const known = fresh ? undefined : this.sessionIds.get(sessionFile);
+    if (known) return known;
+    const opened = (await this.call("pi/openSession", { path: sessionFile })) as { sessionId: string };
+    this.sessionIds.set(sessionFile, opened.sessionId);
+    return opened.sessionId;
+  }
+
   /** Connect now (a running daemon, else a spawned one) so that the first turn boundary need not wait. */
   warmUp(): void {
     this.connected().catch(() => undefined);
@@ -126,6 +168,7 @@ export class DaemonLink {
   }
 
   private reconnect(): Promise<Connection> {
+    this.sessionIds.clear();
     this.connection = this.open().catch((error: unknown) => {
       this.connection = undefined;
       throw error;

@@ -8,11 +8,13 @@ import { forwardingSocket } from "./paths.js";
 import type {
   BeforeCompactAnswer,
   BeforeCompactEvent,
+  BeforeProviderRequestEvent,
   BeforeTreeAnswer,
   BeforeTreeEvent,
   BoundaryAnswer,
   Context,
   ContextEditDraft,
+  JsonObject,
   TurnEndEvent,
 } from "./pi-api.js";
 import { RpcError } from "./rpc.js";
@@ -36,7 +38,7 @@ export class LiveSession {
   private warned = false;
 
   constructor(
-    private readonly daemon: Pick<DaemonLink, "compaction" | "branch" | "maskingEdits" | "warmUp">,
+    private readonly daemon: Pick<DaemonLink, "compaction" | "branch" | "maskingEdits" | "warmUp" | "recordRequest">,
     private readonly maskDeadlineMs = MASK_DEADLINE_MS,
   ) {}
 
@@ -118,6 +120,21 @@ export class LiveSession {
     const proposed = new Set(event.entries.flatMap((d) => (d.type === "context_edit" ? [d.targetId] : [])));
     const fresh = (edits ?? []).filter((edit) => !proposed.has(edit.targetId));
     return fresh.length > 0 ? { entries: [...event.entries, ...fresh] } : undefined;
+  }
+
+  /**
+   * `before_provider_request`: hand the body Pi is about to send to the daemon (`pi/recordRequest`), so a
+   * compaction can replay it from the provider's cache. Pi is never kept waiting and the payload is never
+   * changed (the answer is `undefined`); a failure is dropped (the compaction then sends Pi's request).
+   */
+  providerRequest(event: BeforeProviderRequestEvent, ctx: Context): undefined {
+    const file = ctx.sessionManager.getSessionFile();
+    const model = ctx.model;
+    const body = event.payload;
+    if (!file || !model || typeof body !== "object" || body === null || Array.isArray(body)) return undefined;
+    const request = { provider: model.provider, model: model.id, body: body as JsonObject, sentAt: Date.now() };
+    this.daemon.recordRequest(file, request).catch(() => undefined);
+    return undefined;
   }
 
   /** A forwarded `pi/compact`: Pi compacts (`ctx.compact()`); the answer is the entry Pi wrote. */

@@ -57,9 +57,21 @@ export interface SessionManagerView {
   getBranch(): JsonObject[];
 }
 
+/** The model Pi is using (Pi passes the whole model; only these fields are read). */
+export interface ModelView {
+  provider: string;
+  id: string;
+}
+
+/** `before_provider_request`: the provider request body Pi is about to send (a handler may replace it). */
+export interface BeforeProviderRequestEvent {
+  payload: unknown;
+}
+
 export interface Context {
   hasUI: boolean;
   cwd: string;
+  model?: ModelView;
   sessionManager: SessionManagerView;
   ui: { notify(message: string, type?: "info" | "warning" | "error"): void };
   compact(options?: {
@@ -113,4 +125,5 @@ export interface ExtensionAPI {
   on(event: "session_before_compact", handler: Handler<BeforeCompactEvent, BeforeCompactAnswer>): unknown;
   on(event: "session_before_tree", handler: Handler<BeforeTreeEvent, BeforeTreeAnswer>): unknown;
   on(event: "turn_end", handler: Handler<TurnEndEvent, BoundaryAnswer>): unknown;
+  on(event: "before_provider_request", handler: Handler<BeforeProviderRequestEvent, unknown>): unknown;
 }

@@ -55,3 +55,33 @@ test("a daemon slower than the deadline leaves the turn as it is; a failing one 
   assert.equal(ctx.notes.length, 1);
   assert.match(ctx.notes[0], /^pi-sessiond: the daemon could not mask old tool output \(no daemon\)/);
 });
+
+test("each provider request is handed to the daemon without changing it or keeping Pi waiting", async () => {
+  const recorded = [];
+  let fail = false;
+  const daemon = {
+    recordRequest: (file, request) => {
+      recorded.push({ file, request });
+      return fail ? Promise.reject(new Error("no daemon")) : Promise.resolve();
+    },
+    warmUp: () => undefined,
+  };
+  const live = new LiveSession(daemon);
+  const ctx = { ...context(), model: { provider: "loop", id: "loopm", contextWindow: 9 } };
+  const payload = { model: "loopm", messages: [{ role: "user", content: "hi" }] };
+  assert.equal(live.providerRequest({ payload }, ctx), undefined); // the payload is kept as Pi built it
+  assert.equal(recorded.length, 1);
+  const { file, request } = recorded[0];
+  assert.equal(file, "/s.jsonl");
+  assert.equal(request.body, payload);
+  assert.deepEqual([request.provider, request.model], ["loop", "loopm"]);
+  assert.ok(Math.abs(request.sentAt - Date.now()) < 60_000);
+  fail = true;
+  assert.equal(live.providerRequest({ payload }, ctx), undefined); // a failing daemon is not Pi's problem
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(ctx.notes.length, 0);
+  for (const [event, view] of [[{ payload }, context(null)], [{ payload }, context()], [{ payload: "x" }, ctx]]) {
+    live.providerRequest(event, view); // no session file, no model, not a JSON object
+  }
+  assert.equal(recorded.length, 2);
+});
