@@ -152,6 +152,10 @@ def test_pis_threshold_compaction_replays_its_cached_request(pi_with: Callable[[
     assert switched is None or not switched.get("cancelled")
     state = rpc.command({"type": "get_state"})
     assert state["sessionFile"] == str(path)
+    messages = rpc.command({"type": "get_messages"})["messages"]
+    assert any(m.get("role") == "compactionSummary" and m.get("summary") == entry["summary"] for m in messages)
+    stats = rpc.command({"type": "get_session_stats"})  # Pi's own totals count the compaction's cache reads
+    assert stats["tokens"]["cacheRead"] >= written[-1]["usage"]["cacheRead"] > 0, stats
 
 
 def test_with_cache_reuse_off_pi_gets_todays_request(pi_with: Callable[[str], Any]) -> None:
