@@ -42,9 +42,11 @@ TOOLS = [{"type": "function", "function": {"name": "read", "description": "Read 
                                            "parameters": {"type": "object", "properties": {}}}}]
 
 
-def settings(base_url: str, reuse: str = "auto") -> dict[str, Any]:
-    return {**loopback_settings(base_url, model=MODEL, cacheReuse=reuse, prices={f"openai/{MODEL}": PRICE}),
-            "compaction": {"keepRecentTokens": 2000}}
+def settings(base_url: str, reuse: str = "auto", provider: str = "openai") -> dict[str, Any]:
+    summarizer = loopback_settings(base_url, model=MODEL, cacheReuse=reuse, prices={f"{provider}/{MODEL}": PRICE})
+    if provider == "anthropic":
+        summarizer["summarizer"].update(provider="anthropic", baseUrl=base_url)
+    return {**summarizer, "compaction": {"keepRecentTokens": 2000}}
 
 
 def as_text(message: dict[str, Any]) -> str:
@@ -65,14 +67,33 @@ def agent_body(messages: list[dict[str, Any]]) -> dict[str, Any]:
             "tools": TOOLS, "max_completion_tokens": 8000}
 
 
-async def record_agent_request(client: Any, loopback: LoopbackProvider, sid: str, *, age: float = 0) -> dict[str, Any]:
+def anthropic_body(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The agent's Messages request, with Pi's breakpoints (the system prompt and the last user message)."""
+    chat = agent_body(messages)["messages"]
+    control = {"type": "ephemeral"}
+    turns = [{"role": m["role"], "content": [{"type": "text", "text": m["content"]}]} for m in chat[1:]]
+    last_user = max(i for i, m in enumerate(turns) if m["role"] == "user")
+    turns[last_user]["content"][-1]["cache_control"] = control
+    system = [{"type": "text", "text": chat[0]["content"], "cache_control": control}]
+    return {"model": MODEL, "max_tokens": 8000, "stream": True, "system": system, "messages": turns,
+            "tools": [{"name": "read", "description": "Read a file", "input_schema": {"type": "object"}}]}
+
+
+async def record_agent_request(
+    client: Any, loopback: LoopbackProvider, sid: str, *, age: float = 0, provider: str = "openai"
+) -> dict[str, Any]:
     """Send the agent's request to the loopback (warming its cache), then hand it to the daemon."""
     context = await call(client, "pi/getContext", {"sessionId": sid})
-    body = agent_body(context["messages"])
+    if provider == "openai":
+        body, url = agent_body(context["messages"]), "/v1/chat/completions"
+        headers = {"authorization": f"Bearer {LOOPBACK_KEY}"}
+    else:
+        body, url = anthropic_body(context["messages"]), "/v1/messages"
+        headers = {"x-api-key": LOOPBACK_KEY, "anthropic-version": "2023-06-01"}
     async with httpx.AsyncClient(base_url=loopback.base_url) as http:
-        sent = await http.post("/v1/chat/completions", json=body, headers={"authorization": f"Bearer {LOOPBACK_KEY}"})
+        sent = await http.post(url, json=body, headers=headers)
         await sent.aread()
-    params = {"sessionId": sid, "provider": "openai", "model": MODEL, "body": body,
+    params = {"sessionId": sid, "provider": provider, "model": MODEL, "body": body,
               "sentAt": (time.time() - age) * 1000}
     assert await call(client, "pi/recordRequest", params) == {}
     return body
@@ -185,3 +206,32 @@ async def test_the_recorded_body_never_reaches_the_log(
         if found.is_file() and found.suffix != ".jsonl":
             assert SECRET_MARK not in found.read_text(errors="replace"), found
     assert all(SECRET_MARK not in json.dumps(line) for line in (tmp_path / "a.jsonl").read_text().splitlines())
+
+
+async def test_anthropic_replays_behind_its_breakpoints_and_a_closed_session_forgets(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    source = generated(tmp_path / "s.jsonl", entries=150, seed=7)
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(source.read_bytes())
+    async with LoopbackProvider() as loopback:
+        client = await daemons.start(settings(loopback.base_url, provider="anthropic"))
+        sid = (await call(client, "pi/openSession", {"path": str(path)}))["sessionId"]
+        body = await record_agent_request(client, loopback, sid, provider="anthropic")
+        loopback.clear()
+        draft = await call(client, "pi/compact", {"sessionId": sid, "draft": True})
+        sent = loopback.requests
+        await call(client, "pi/closeSession", {"sessionId": sid})
+        sid = (await call(client, "pi/openSession", {"path": str(path)}))["sessionId"]
+        loopback.clear()
+        again = await call(client, "pi/compact", {"sessionId": sid})
+    replay = sent[0]
+    assert replay.path == "/v1/messages" and replay.body["messages"][:-1] == body["messages"]
+    assert replay.body["system"] == body["system"] and replay.body["tools"] == body["tools"]
+    last = replay.body["messages"][-1]
+    assert last["role"] == "user" and "Do not call any tool" in last["content"][0]["text"]
+    usage = replay.usage or {}
+    read = usage["cache_read_input_tokens"]
+    assert usage["cache_creation_input_tokens"] == 0 and read / (read + usage["input_tokens"]) >= 0.9
+    assert draft["usage"]["cacheRead"] >= read and draft["summary"].startswith("## Goal")
+    assert again["requestShape"] == "serialized" and again["requestPlan"]["reason"] == "no recorded request"
