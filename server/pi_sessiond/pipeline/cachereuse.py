@@ -18,9 +18,11 @@ A compaction's history request has two shapes:
    top-level ``system`` or no ``stream_options``), for the summarizer's own model;
 2. it was sent within the provider's cache lifetime (OpenAI 5 minutes;
    Anthropic 5 minutes, an hour when a breakpoint asks ``"ttl": "1h"``);
-3. the replayed prompt plus an output budget of :data:`MIN_OUTPUT` tokens
+3. its tool choice lets the model answer in text (not ``required``/``any``
+   or a named tool: changing it would void the cache, keeping it forces a tool call);
+4. the replayed prompt plus an output budget of :data:`MIN_OUTPUT` tokens
    (above any thinking budget) fits the summarizer's window;
-4. its estimate is below the serialized request's.
+5. its estimate is below the serialized request's.
 
 Estimates count 4 characters a token. The cached part is what the provider
 would have stored: OpenAI the whole prompt in 128-token blocks from 1,024
@@ -176,6 +178,8 @@ class ReplaySource:
             return "the summarizer is not the agent's model"
         if self.now - agent.sent_at > cache_lifetime(api, agent.body):
             return "the provider's cache has expired"
+        if forces_tool(agent.body.get("tool_choice")):
+            return "the recorded request forces a tool call"
         return None
 
     def body(self, request: SummaryRequest, plan: RequestPlan, custom_instructions: str | None) -> JsonDict:
@@ -196,6 +200,14 @@ class ReplaySource:
         wanted = max(given, request.max_tokens) if isinstance(given, int) else request.max_tokens
         body[field] = min(wanted, room)
         return body
+
+
+def forces_tool(choice: Any) -> bool:
+    """Whether a ``tool_choice`` makes the model call a tool (OpenAI ``required`` or a named function,
+    Anthropic ``any`` or a named tool)."""
+    if choice == "required":
+        return True
+    return isinstance(choice, dict) and choice.get("type") in ("any", "tool", "function")
 
 
 def _thinking_budget(body: JsonDict) -> int:

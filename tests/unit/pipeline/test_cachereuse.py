@@ -61,6 +61,7 @@ def test_each_condition_refuses_replay_with_its_reason() -> None:
         "the recorded request is not in the summarizer's API": source(anthropic_body()),
         "the provider's cache has expired": source(openai_body(), age=301),
         "the replayed request does not fit the window": source(openai_body(), window=20_000),
+        "the recorded request forces a tool call": source({**openai_body(), "tool_choice": "required"}),
     }
     for reason, planner in cases.items():
         plan = planner.plan(SERIALIZED)
@@ -71,6 +72,9 @@ def test_each_condition_refuses_replay_with_its_reason() -> None:
     uncached = source(body).plan(small)
     assert uncached.replay_cached_tokens == 0
     assert (uncached.shape, uncached.reason) == ("serialized", "replay is not cheaper (cold or small cache)")
+    named = {**anthropic_body(), "tool_choice": {"type": "tool", "name": "read"}}
+    assert source(named, provider="anthropic").plan(SERIALIZED).reason == "the recorded request forces a tool call"
+    assert source({**openai_body(), "tool_choice": "auto"}).plan(SERIALIZED).shape == "replay"
     responses = {"model": "m", "input": [{"role": "user", "content": "hi"}]}
     assert source(responses).plan(SERIALIZED).reason == "the recorded request is not in the summarizer's API"
 
