@@ -26,6 +26,7 @@ from tests.e2e.daemon_client import (
     LOOPBACK_KEY,
     Daemons,
     call,
+    cli_json,
     daemons_fixture,  # noqa: F401 - provides the `daemons` fixture
     generated,
     loopback_settings,
@@ -235,3 +236,20 @@ async def test_anthropic_replays_behind_its_breakpoints_and_a_closed_session_for
     assert usage["cache_creation_input_tokens"] == 0 and read / (read + usage["input_tokens"]) >= 0.9
     assert draft["usage"]["cacheRead"] >= read and draft["summary"].startswith("## Goal")
     assert again["requestShape"] == "serialized" and again["requestPlan"]["reason"] == "no recorded request"
+
+
+def test_the_dry_run_shows_the_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = generated(tmp_path / "s.jsonl", entries=150, seed=7)
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "settings.json").write_text(json.dumps(settings("http://127.0.0.1:9")))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    shown = cli_json("compact", str(path), "--dry-run", "--json")
+    plan = shown["requestPlan"]
+    assert shown["requestShape"] == "serialized" and plan["reason"] == "no recorded request"
+    history = next(r for r in shown["requests"] if r["purpose"] == "history")
+    assert plan["serializedTokens"] == (len(history["systemPrompt"]) + len(history["prompt"]) + 3) // 4
+    assert plan["priced"] is True and plan["serializedCost"] == pytest.approx(plan["serializedTokens"] * 1.25 / 1e6)
+    (agent / "settings.json").write_text(json.dumps(settings("http://127.0.0.1:9", reuse="off")))
+    off = cli_json("compact", str(path), "--dry-run", "--json")
+    assert off["requestShape"] == "serialized" and "requestPlan" not in off
