@@ -201,7 +201,11 @@ async def test_the_recorded_body_never_reaches_the_log(
         bad = {"sessionId": "nope", "provider": "openai", "model": MODEL, "body": {"secret": SECRET_MARK}}
         with pytest.raises(Exception) as refused:
             await call(client, "pi/recordRequest", bad)
-    assert SECRET_MARK not in str(refused.value)
+        malformed = {**bad, "body": f"not an object {SECRET_MARK}"}
+        with pytest.raises(Exception) as invalid:
+            await call(client, "pi/recordRequest", malformed)
+    assert SECRET_MARK not in str(refused.value) and SECRET_MARK not in str(invalid.value)
+    assert "body" in str(invalid.value)  # the field is named, its value is not
     assert "pi/recordRequest" in log.read_text() or log.stat().st_size > 0  # the log was written
     for found in tmp_path.rglob("*"):
         if found.is_file() and found.suffix != ".jsonl":
