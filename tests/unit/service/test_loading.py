@@ -1,4 +1,4 @@
-"""A session opened tail-first whose whole-file read fails is dropped, and the client is told (``service/sessions/loading.py``).
+"""A tail-first session whose whole-file read fails is dropped, and the client is told (``sessions/loading.py``).
 
 The daemon service in-process on real files; the background read is held back
 (``Registry.load_delay``) so the file can change between the open and the read.
