@@ -179,14 +179,14 @@ class Daemon:
     def _loaded(self, opened: OpenSession, read: loading.Loading) -> None:
         loading.announce(self.notify, opened.key, read)
         if read.session is not None:
-            self.live_watch.soon()  # a live Pi holding it, now that its appends can be followed
+            self.live_watch.soon(opened.key)  # a live Pi holding it, now that its appends can be followed
 
     def _scope(self, session_id: str, *, fold_in: bool = True) -> Scope:
         """The request's scope: the open session (with the lines other programs appended folded in, unless
         ``fold_in`` is false: a session still read tail-first is then not waited for) and its settings."""
         opened = self.registry.get(session_id)
         if fold_in:
-            self._idle_locks.arm()  # a request may write: the idle-lock sweep runs while a lock is held
+            self._idle_locks.arm(opened.key)  # a request may write: the idle-lock sweep runs while a lock is held
             _refresh(opened)
         return self._scope_of(opened)
 
@@ -213,7 +213,8 @@ class Daemon:
             raise InvalidParams("path or sessionId: one of them is required")
         if opened.loaded:
             _refresh(opened)  # already open: what other programs appended since
-        self.live_watch.soon()  # pi/sessionLive when a live Pi holds it
+        self._idle_locks.arm(opened.key)  # an open may rewrite an old file under the lock
+        self.live_watch.soon(opened.key)  # pi/sessionLive when a live Pi holds it
         info = views.session_info(opened)
         reading = opened.reading()
         if reading is not None:  # after SESSION is made: it says `loading` however busy the machine is

@@ -10,6 +10,8 @@ Contracts (the lock is ``<file>.lock`` beside the session file, ``flock``-ed):
 - The sweep runs on the event loop: armed by every request that touches a
   session (:meth:`IdleLocks.arm`), it re-arms itself while any lock is held
   and stops when none is, so an idle daemon has no timer.
+- A sweep looks only at the sessions armed since they last held no lock, not
+  at every open one: its cost follows the sessions that wrote.
 """
 
 from __future__ import annotations
@@ -32,9 +34,15 @@ class IdleLocks:
     def __init__(self, registry: Registry, settings: SettingsStore, jobs: JobManager) -> None:
         self._registry, self._settings, self._jobs = registry, settings, jobs
         self._timer: asyncio.TimerHandle | None = None
+        self._armed: set[str] = set()  # the sessions that may hold a lock
 
-    def arm(self) -> None:
-        """Make sure a sweep is scheduled (a no-op outside an event loop or when one is)."""
+    def arm(self, key: str | None = None) -> None:
+        """Make sure a sweep is scheduled that looks at session ``key`` (every open one when ``None``);
+        a no-op outside an event loop. The session need not be open yet."""
+        if key is None:
+            self._armed.update(opened.key for opened in self._registry)
+        else:
+            self._armed.add(key)
         if self._timer is not None:
             return
         idle = self._settings.settings().daemon.lock_idle_seconds
@@ -49,18 +57,21 @@ class IdleLocks:
     def sweep(self) -> int:
         """Release the locks idle long enough; re-arm while any is still held. Returns how many were released."""
         self._timer = None
-        released, held = 0, False
-        for opened in self._registry:
-            if not opened.loaded:  # still being read (service/sessions/loading.py): it holds no lock yet
+        released, still = 0, set()
+        armed, self._armed = self._armed, set()  # worker threads may arm meanwhile
+        for key in armed:
+            opened = self._registry.find(key)
+            if opened is None or not opened.loaded:  # closed, or still read in full (loading.py): no lock
                 continue
             session = opened.session
             idle = scope_of(self._settings, opened).settings.daemon.lock_idle_seconds
             if idle is not None and self._jobs.get(opened.key) is None and session.release_if_idle(idle):
                 released += 1
                 log.info("released the write lock of %s after %s s without writes", opened.key, idle)
-            held = held or session.holds_lock
-        if held:
-            self.arm()
+            if session.holds_lock:
+                still.add(key)
+        for key in still:
+            self.arm(key)
         return released
 
     def cancel(self) -> None:

@@ -15,6 +15,11 @@ Contracts:
   in-process command line), is held by a strong reference and is cancelled by
   :meth:`LiveWatch.aclose`. Nothing here reads more than a lock body and a
   file's size.
+- Work per event grows with the sessions that changed, not with those open:
+  an open checks only the session it opened; each poll reads the lock body of
+  a session only when its lock file's stat changed (the stats are taken in a
+  worker thread, :mod:`.lockstat`), plus those a live Pi holds (its pid may
+  exit and its file grow without the lock file changing).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from pi_sessiond.errors import PiError
 from pi_sessiond.service.interface import Notify
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.sessions.livewriter import live_pi
+from pi_sessiond.service.sessions.lockstat import LockStats
 from pi_sessiond.service.sessions.registry import OpenSession, Registry
 from pi_sessiond.store import lockinfo
 
@@ -56,6 +62,8 @@ class LiveWatch:
         self.registry, self.jobs, self.notify, self.on_growth = registry, jobs, notify, on_growth
         self.interval = interval
         self._seen: dict[str, _Seen] = {}
+        self._stats = LockStats()
+        self._due: set[str] = set()
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -75,12 +83,17 @@ class LiveWatch:
             return
         self._task = loop.create_task(self._run())
 
-    def soon(self) -> None:
-        """Start polling and check once right after the current request was answered.
+    def soon(self, key: str | None = None) -> None:
+        """Start polling and check session ``key`` (every open one when ``None``) right after the current
+        request was answered.
 
         On the event loop directly; from a worker thread through the loop :meth:`bind` remembered;
         nowhere without a loop (the in-process command line).
         """
+        if key is None:
+            self._due.update(opened.key for opened in self.registry)
+        else:
+            self._due.add(key)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -93,21 +106,29 @@ class LiveWatch:
     def _start_and_check(self) -> None:
         self.ensure_started()
         if self._task is not None:
-            asyncio.get_running_loop().call_soon(self._safe_check)
+            asyncio.get_running_loop().call_soon(self._safe_check, None)
 
-    def _safe_check(self) -> None:
+    def _safe_check(self, changed: set[str] | None) -> None:
         try:
-            self.check()
+            self.check(changed)
         except Exception:  # a bad session must not stop the watch
             log.exception("live-session check failed")
 
-    def check(self) -> None:
-        """Announce what changed since the last check."""
-        open_now = {opened.key: opened for opened in self.registry}
-        for key in set(self._seen) - set(open_now):
-            del self._seen[key]
-        for key, opened in open_now.items():
-            self._check_one(key, opened)
+    def check(self, changed: set[str] | None = None) -> None:
+        """Announce what changed since the last check: of the sessions in ``changed`` (every open one when
+        ``None``), those :meth:`soon` named, and those a live Pi holds."""
+        due, self._due = self._due, set()
+        if changed is None:
+            due.update(opened.key for opened in self.registry)
+        else:
+            due |= changed
+        due.update(key for key, seen in self._seen.items() if seen.pid is not None)
+        for key in due:
+            opened = self.registry.find(key)
+            if opened is None:
+                self._seen.pop(key, None)
+            else:
+                self._check_one(key, opened)
 
     def _check_one(self, key: str, opened: OpenSession) -> None:
         path = opened.peek().path
@@ -142,9 +163,14 @@ class LiveWatch:
         self.notify(methods.SESSION_CHANGED, SessionChanged(session_id=key, leaf_id=leaf, reason="external"))
 
     async def _run(self) -> None:
+        self._safe_check(None)
         while True:
-            self._safe_check()
             await asyncio.sleep(self.interval)
+            paths = {opened.key: opened.peek().path for opened in self.registry}
+            changed = await asyncio.to_thread(self._stats.changed, paths)
+            for key in set(self._seen) - paths.keys():
+                del self._seen[key]
+            self._safe_check(changed)
 
     async def aclose(self) -> None:
         """Stop polling."""
