@@ -15,7 +15,8 @@ Parts (``--parts``, all by default):
 - ``compact-rss``: peak RSS (``ru_maxrss``) of ``pi-sessiond compact FILE`` (offline) per
   file size, against the file's size.
 
-Sessions come from ``pi_sessiond.examples.generator`` (shape ``linear``) and are cached in
+``BENCH_STDERR=FILE`` keeps the daemon's log; ``BENCH_SLOW=1`` prints each read above 50 ms and when it
+happened. Sessions come from ``pi_sessiond.examples.generator`` (shape ``linear``) and are cached in
 ``bench/out/scale/`` (git-ignored).
 
 Usage: ``python bench/bench_scale.py [--parts sessions,stalls,start,compact-rss] [--sessions 1000]``
@@ -91,9 +92,10 @@ class Daemon:
         agent = self.workdir / "agent"
         agent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent), "XDG_CACHE_HOME": str(self.workdir / "cache")}
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "pi_sessiond", "serve", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=env, cwd=self.workdir, limit=2**30)
+        with open(os.environ.get("BENCH_STDERR", os.devnull), "ab") as log:  # the daemon's log, when asked for
+            self.proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "pi_sessiond", "serve", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=log, env=env, cwd=self.workdir, limit=2**30)
         assert self.proc.stdout is not None and self.proc.stdin is not None
         self.client = LightClient(self.proc.stdout, self.proc.stdin)
         settings = {"daemon": {"maxConcurrentSummaries": 8}}
@@ -158,9 +160,11 @@ async def part_sessions(args: argparse.Namespace, workdir: Path) -> dict[str, An
 
 
 async def reads_until(daemon: Daemon, sid: str, work: asyncio.Future[Any]) -> list[float]:
-    times = []
+    times, started = [], time.perf_counter()
     while not work.done():
         times.append((await daemon.timed("pi/getContext", {"sessionId": sid}))[0])
+        if times[-1] > 50 and os.environ.get("BENCH_SLOW"):
+            print(f"slow read {times[-1]:.0f} ms at {time.perf_counter() - started:.2f} s", file=sys.stderr)
     return times
 
 
