@@ -10,6 +10,7 @@ its session being built.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,32 @@ def test_requests_pipelined_behind_an_open_wait_for_it(tmp_path: Path) -> None:
         assert all("result" in replies[i] for i in (opening, tree, append, context)), replies
         assert replies[tree]["result"]["total"] == 30_000  # the tree was read before the append (arrival order)
         assert replies[context]["result"]["messages"][-1]["content"] == "after the open"
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (Linux ``/proc``)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def test_an_offline_compaction_is_summarized_in_a_worker_process_while_reads_are_served(tmp_path: Path) -> None:
+    big = generated(tmp_path / "big.jsonl", entries=6000, seed=3)  # ~7 MB: a summary of a second or more
+    small = generated(tmp_path / "small.jsonl", entries=20)
+    with daemon() as d:
+        sid = d.ok("pi/openSession", {"path": str(small)})["sessionId"]
+        bid = d.ok("pi/openSession", {"path": str(big)})["sessionId"]
+        d.ok("pi/getContext", {"sessionId": bid})
+        assert _children(d.proc.pid) == []
+        heavy = d.send("pi/compact", {"sessionId": bid})
+        light = [d.send("pi/getContext", {"sessionId": sid}) for _ in range(3)]
+        replies = [d.recv() for _ in range(4)]
+        assert [r["id"] for r in replies] == [*light, heavy]  # the loop kept serving while the summary was built
+        assert replies[-1]["result"]["entry"]["type"] == "compaction"
+        workers = _children(d.proc.pid)
+        assert workers, "the offline summary ran in the daemon's own process"
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers), "a worker outlived the killed daemon"

@@ -38,7 +38,6 @@ Contracts:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 
 import attrs
@@ -63,6 +62,7 @@ from pi_sessiond.store.layout import iso_ms, now_iso
 from pi_sessiond.store.projection import project_path
 from pi_sessiond.store.session import Session
 from pi_sessiond.store.system import current_system_message
+from pi_sessiond.summarizers import workers
 from pi_sessiond.summarizers.base import Summarizer, SummaryRequest
 from pi_sessiond.summarizers.gate import Added
 
@@ -120,7 +120,7 @@ async def prepare_off_loop(session: Session, settings: CompactionSettings) -> Co
     """
     path = session.path_to()
     projection = session.projection()
-    prep = await asyncio.to_thread(prepare_compaction, path, settings, projection)
+    prep = await workers.in_thread(prepare_compaction, path, settings, projection)
     return _refuse_or(path, prep)
 
 
@@ -165,7 +165,7 @@ async def compact(
     if data is None:
         count = len(prep.messages_to_summarize) + len(prep.turn_prefix_messages)
         report(f"summarizing {count} messages", 5)
-        files = await asyncio.to_thread(range_files, prep)
+        files = await workers.in_thread(range_files, prep)
         summary = await _sized_summary(session, summarizer, prep, files, custom_instructions, report, options)
         data = compaction_entry(prep, summary.text, summary.usage, files)
         if review is not None:
@@ -173,7 +173,8 @@ async def compact(
             data = compaction_entry(prep, text, summary.usage, files)
             check_shrinks(session, prep, data)
     report("writing", 95)
-    entry = write_compaction(session, data, verify=lambda: check_descends(session, leaf_before))
+    entry = await workers.in_thread(  # under the session's lock: its checkpoint scans a long context
+        lambda: write_compaction(session, data, verify=lambda: check_descends(session, leaf_before)))
     report("done", 100)
     return CompactionDone(
         entry=entry,
@@ -234,7 +235,7 @@ async def summarize_prepared(
 ) -> SummaryText:
     """The summary :func:`compact` would write for ``prep`` (file lists appended, fidelity gate run, size
     checked); writes nothing."""
-    files = await asyncio.to_thread(range_files, prep)
+    files = await workers.in_thread(range_files, prep)
     return await _sized_summary(session, summarizer, prep, files, instructions, report or _ignore, options)
 
 
@@ -257,7 +258,7 @@ async def _sized_summary(
         text = summary.text + files.block
         gate = summary.gate + tuple(Added("modifiedFile", p) for p in files.bash_modified)
         try:
-            check_shrinks(session, prep, compaction_entry(prep, text, spent, files))
+            await workers.in_thread(_check_shrinks_locked, session, prep, compaction_entry(prep, text, spent, files))
         except NotShrinking:
             if attempt == attempts - 1:
                 raise
@@ -281,6 +282,12 @@ def check_shrinks(session: Session, prep: CompactionPreparation, data: JsonDict)
             f"(more than {SHRINK_RATIO:.0%}); nothing was written",
             data={"tokensBefore": before, "tokensAfter": after},
         )
+
+
+def _check_shrinks_locked(session: Session, prep: CompactionPreparation, data: JsonDict) -> None:
+    """:func:`check_shrinks` in a worker thread: estimating a long context takes a while, appends wait for it."""
+    with session.lock:
+        check_shrinks(session, prep, data)
 
 
 async def _summarize(

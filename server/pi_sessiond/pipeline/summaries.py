@@ -54,6 +54,7 @@ from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.errors import SummaryIncomplete
 from pi_sessiond.pipeline.cachereuse import ReplaySource
 from pi_sessiond.pipeline.requests import CompactionJobs, OutputLimit, SummaryJob
+from pi_sessiond.summarizers import workers
 from pi_sessiond.summarizers.base import Summarizer, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.carry import carry_forward
 from pi_sessiond.summarizers.errors import ContextLengthError, SummarizerError
@@ -148,10 +149,10 @@ async def run_job(
     """One summary: replayed when cheaper, chunked on context-length errors, incomplete answers refused,
     repaired by the gate."""
     options = options or RunOptions()
-    facts = await asyncio.to_thread(job_facts, job)
+    facts = await workers.in_thread(job_facts, job)
     plan, spent = None, Usage()
     if options.replay is not None and job.purpose == "history":
-        plan = options.replay.plan(await asyncio.to_thread(job.request))
+        plan = options.replay.plan(await workers.in_thread(job.request))
         if options.on_plan is not None:
             options.on_plan(plan)
         if plan.shape == "replay":
@@ -234,10 +235,10 @@ async def _in_chunks(
     running, usage = job.previous_summary, Usage()
     for chunk in chunks[:-1]:
         fold = attrs.evolve(job, purpose="history", messages=chunk, previous_summary=running)
-        result = await _answer(summarizer, fold, await asyncio.to_thread(fold.request), progress, options)
+        result = await _answer(summarizer, fold, await workers.in_thread(fold.request), progress, options)
         running, usage = repair(result.text, Facts(), "history", fold.headings).text, add_usage(usage, result.usage)
     last = _last_chunk(job, chunks[-1], running, folded=len(chunks) > 1)
-    result = await _answer(summarizer, last, await asyncio.to_thread(last.request), progress, options)
+    result = await _answer(summarizer, last, await workers.in_thread(last.request), progress, options)
     repaired = repair(result.text, facts, job.purpose, job.headings)
     usage = add_usage(usage, result.usage)
     return SummaryText(text=repaired.text, usage=usage, gate=repaired.added, chunks=len(chunks))

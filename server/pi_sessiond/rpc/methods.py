@@ -39,6 +39,7 @@ from pi_sessiond.rpc.offload import (
     gate_key,
     prefer_the_loop,
 )
+from pi_sessiond.summarizers import workers
 
 if TYPE_CHECKING:
     from pi_sessiond.rpc.glue import LspProgressFactory
@@ -67,6 +68,7 @@ def register_table(server: PiServer, daemon: Callable[[], Any], handlers: Callab
     """
     gates = SessionGates()
     prefer_the_loop()
+    workers.use_processes()  # the offline summary in processes of its own: the loop keeps the GIL
     table: list[Mapping[str, Service]] = []
 
     def bound(name: str) -> Service:

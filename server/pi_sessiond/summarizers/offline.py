@@ -38,9 +38,11 @@ import re
 from collections.abc import Sequence
 
 import attrs
+import orjson
 
 from pi_protocol import Usage
 from pi_sessiond.compaction.tokens import estimate_tokens
+from pi_sessiond.summarizers import workers
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.carry import carry_forward, earlier_summaries
 from pi_sessiond.summarizers.facts import SUPERSEDED, Facts, bounded
@@ -94,12 +96,56 @@ class OfflineSummarizer:
         return 1_000_000
 
     async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None) -> SummaryResult:
-        """The structured summary of ``request.messages`` for ``request.purpose``."""
-        text = build_summary(request, progress=progress)
+        """The structured summary of ``request.messages`` for ``request.purpose``, built in a worker process
+        (:mod:`.workers`); ``progress`` hears 1, then the size in tokens of each section once it is built."""
+        if progress is not None:
+            progress(1)
+        try:
+            payload = await workers.in_thread(_payload, request)
+        except TypeError:  # nested deeper than orjson writes: built from the objects, in a thread
+            text = await workers.in_thread(build_summary, request)
+        else:
+            text = await workers.in_process(build_from_payload, payload)
+        if progress is not None:
+            _sections_done(text, progress)
         return SummaryResult(text=text, usage=Usage(), provider="offline", model="offline")
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+def _sections_done(text: str, progress: ProgressCallback) -> None:
+    """The counts :func:`_render` reports while it writes ``text``: the size after each section."""
+    ends = [m.start() for m in re.finditer(r"\n\n(?=#)", text)] + [len(text)]  # items never start a line with #
+    for end in ends:
+        progress(max(2, end // CHARS_PER_TOKEN))
+
+
+CHUNK = 256
+"""Messages encoded per ``orjson.dumps`` call (it holds the GIL for a whole call)."""
+
+
+def _payload(request: SummaryRequest) -> bytes:
+    """What :func:`build_summary` reads of ``request``, as JSON bytes (messages a chunk at a time); the prompts
+    stay behind. ``TypeError`` for a value orjson cannot write."""
+    messages = request.messages
+    parts = [orjson.dumps(list(messages[i:i + CHUNK]))[1:-1] for i in range(0, len(messages), CHUNK)]
+    fields = orjson.dumps({"maxTokens": request.max_tokens, "purpose": request.purpose,
+                           "previousSummary": request.previous_summary,
+                           "customInstructions": request.custom_instructions,
+                           "replaceInstructions": request.replace_instructions})
+    return fields + b"\n[" + b",".join(p for p in parts if p) + b"]"
+
+
+def build_from_payload(payload: bytes) -> str:
+    """:func:`build_summary` of a request made by :func:`_payload` (runs in a worker process)."""
+    head, _, body = payload.partition(b"\n")
+    fields = orjson.loads(head)
+    request = SummaryRequest(
+        system_prompt="", prompt="", max_tokens=fields["maxTokens"], purpose=fields["purpose"],
+        messages=tuple(orjson.loads(body)), previous_summary=fields["previousSummary"],
+        custom_instructions=fields["customInstructions"], replace_instructions=fields["replaceInstructions"])
+    return build_summary(request)
 
 
 def build_summary(request: SummaryRequest, *, progress: ProgressCallback | None = None) -> str:

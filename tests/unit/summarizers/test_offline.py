@@ -15,6 +15,7 @@ from pi_sessiond.compaction.serialize import serialize_conversation
 from pi_sessiond.compaction.tokens import CompactionSettings
 from pi_sessiond.examples.generator import generate, write
 from pi_sessiond.store.session import Session
+from pi_sessiond.summarizers import workers
 from pi_sessiond.summarizers.base import SummaryRequest
 from pi_sessiond.summarizers.offline import OfflineSummarizer, build_summary, parse_summary
 from pi_sessiond.summarizers.offline_extract import message_text
@@ -340,3 +341,31 @@ def test_a_branch_summary_says_why_the_branch_was_left() -> None:
                 result("e", "bash", "Error: catastrophic backtracking in parse()", error=True)]
     summary = build_summary(request(messages, purpose="branch"))
     assert "**Branch left while blocked**" in summary and "catastrophic backtracking" in summary
+
+
+async def test_a_summary_built_in_a_worker_process_is_the_one_built_here(prepared: CompactionPreparation) -> None:
+    req = request(prepared.messages_to_summarize, previous_summary=prepared.previous_summary, max_tokens=700)
+    here: list[int] = []
+    there: list[int] = []
+    built = build_summary(req, progress=here.append)
+    workers.use_processes(1)
+    try:
+        result = await OfflineSummarizer().summarize(req, progress=there.append)
+        assert workers._processes is not None  # it did run in a worker process
+    finally:
+        workers.use_processes(0)
+        workers.shutdown()
+    assert result.text == built
+    assert there == here
+
+
+async def test_a_message_too_deep_for_json_bytes_is_summarized_from_the_objects() -> None:
+    deep: dict[str, object] = {"end": True}
+    for _ in range(300):  # deeper than orjson writes
+        deep = {"inner": deep}
+    messages = [{"role": "user", "content": "fix the parser", "timestamp": 1},
+                {"role": "toolResult", "toolCallId": "t", "toolName": "read",
+                 "content": [{"type": "text", "text": "x"}], "details": deep, "isError": False, "timestamp": 2}]
+    req = request(messages)
+    result = await OfflineSummarizer().summarize(req)
+    assert result.text == build_summary(req)

@@ -28,7 +28,6 @@ Contracts:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 
 import attrs
@@ -50,6 +49,7 @@ from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.guard import ChangedUnderneathError
 from pi_sessiond.store.layout import now_iso
 from pi_sessiond.store.projection import Projection
+from pi_sessiond.summarizers import workers
 
 VIRTUAL_ID = "pi-sessiond-draft"
 
@@ -155,7 +155,7 @@ async def updated(maker: Drafts, scope: Scope, base: StoredDraft, report: Report
     leaf_id = session.leaf_id
     path = session.path_to()
     virtual = virtual_path(path, base)
-    prep = await asyncio.to_thread(prepare_compaction, virtual, scope.compaction)
+    prep = await workers.in_thread(prepare_compaction, virtual, scope.compaction)
     if prep is None or prep.nothing_to_compact:
         return base
     prep = _real_tokens_before(prep, session.projection(), path)

@@ -1,0 +1,133 @@
+"""Where the CPU-bound steps of summaries run: never on the event loop, never in the pool that serves reads.
+
+Invariants:
+- :func:`in_thread`: a thread pool of its own (:data:`THREADS` threads) for the
+  preparation, file lists, facts and requests of compactions; reads use
+  asyncio's default pool and do not queue behind them.
+- :func:`in_process`: once :func:`use_processes` was called (the daemon does,
+  when its server is made), at most that many worker processes (``spawn``,
+  started on first use) for pure Python work that would hold the GIL for long
+  (the offline summary); before, in a worker thread (one-shot commands and
+  library callers, whose ``__main__`` a spawned process would re-run).
+  Arguments and results must pickle; callers send bytes, not object trees,
+  so no long pickling runs in this process. The processes run at a lower
+  CPU priority (:data:`NICE`), so the daemon's loop is served first, and
+  exit within :data:`PARENT_CHECK_SECONDS` of the daemon's end, even a kill.
+- A cancelled caller cancels work not started yet and re-raises; work already
+  running finishes and its result is dropped.
+- A pool broken by a worker that died is replaced, and that call's work runs
+  once more in :func:`in_thread`: nothing is lost, only slower.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import TypeVar
+
+T = TypeVar("T")
+THREADS = 1
+PROCESSES = 2
+log = logging.getLogger("pi_sessiond.summarizers.workers")
+
+_lock = threading.Lock()
+_threads: ThreadPoolExecutor | None = None
+_processes: ProcessPoolExecutor | None = None
+_process_limit = 0
+
+
+def use_processes(count: int = PROCESSES) -> None:
+    """Let :func:`in_process` use up to ``count`` worker processes (``0``: threads only)."""
+    global _process_limit
+    _process_limit = count
+
+
+def _thread_pool() -> ThreadPoolExecutor:
+    global _threads
+    with _lock:
+        if _threads is None:
+            _threads = ThreadPoolExecutor(THREADS, thread_name_prefix="pi-sessiond-heavy")
+        return _threads
+
+
+def _process_pool() -> ProcessPoolExecutor:
+    global _processes
+    with _lock:
+        if _processes is None:
+            _processes = ProcessPoolExecutor(_process_limit, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_worker_start, initargs=(os.getpid(),))
+        return _processes
+
+
+NICE = 10
+"""How much lower the worker processes' CPU priority is: on a busy machine the daemon's loop runs first."""
+
+
+PARENT_CHECK_SECONDS = 1.0
+
+
+def _worker_start(parent: int) -> None:
+    """In each worker process: a lower priority, and an exit once the daemon is gone (even if killed)."""
+    with contextlib.suppress(OSError):
+        os.nice(NICE)
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="parent-watch").start()
+
+
+def _exit_with(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(0)
+
+
+def _drop_process_pool(broken: ProcessPoolExecutor) -> None:
+    global _processes
+    with _lock:
+        if _processes is broken:
+            _processes = None
+    broken.shutdown(wait=False, cancel_futures=True)
+
+
+async def _run(executor: Executor, fn: Callable[..., T], *args: object) -> T:
+    future: Future[T] = executor.submit(fn, *args)
+    try:
+        return await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        future.cancel()
+        raise
+
+
+async def in_thread(fn: Callable[..., T], *args: object) -> T:
+    """``fn(*args)`` in the summaries' own worker threads."""
+    return await _run(_thread_pool(), fn, *args)
+
+
+async def in_process(fn: Callable[..., T], *args: object) -> T:
+    """``fn(*args)`` in a worker process (``fn`` a module-level function); in a thread before
+    :func:`use_processes`, or if the pool broke."""
+    if _process_limit <= 0:
+        return await in_thread(fn, *args)
+    pool = _process_pool()
+    try:
+        return await _run(pool, fn, *args)
+    except BrokenProcessPool:
+        log.warning("a summary worker process died; running its work in a thread")
+        _drop_process_pool(pool)
+        return await in_thread(fn, *args)
+
+
+def shutdown() -> None:
+    """Stop the worker processes and threads (work not started is cancelled)."""
+    global _threads, _processes
+    with _lock:
+        threads, processes, _threads, _processes = _threads, _processes, None, None
+    for pool in (processes, threads):
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
