@@ -6,7 +6,7 @@ Contracts:
   summary of an empty conversation (newer Pi refuses too).
 - The summary is repaired by the fidelity gate (see ``pipeline.summaries``)
   and must shrink the context: written only if ``estimatedTokensAfter <=
-  SHRINK_RATIO x tokensBefore`` (a model is asked once more), else
+  SHRINK_RATIO x`` the same estimate of the context before (a model is asked once more), else
   :class:`NotShrinking` and nothing written. A person's edit (``review``) is
   checked the same way, never gated.
 - File lists (:mod:`pipeline.filelists`): Pi's cumulative lists plus the
@@ -270,12 +270,14 @@ async def _sized_summary(
 def check_shrinks(session: Session, prep: CompactionPreparation, data: JsonDict) -> None:
     """:class:`NotShrinking` unless writing ``data`` leaves at most ``SHRINK_RATIO`` of the context.
 
-    The context before is Pi's ``tokensBefore``, or the estimate of the leaf's
-    context when that is larger (usage figures below the estimate are stale
-    or made up; the estimate is what ``tokensAfter`` is measured in).
+    Before and after are the same measure, the estimate of every message of
+    the leaf's context (Pi's ``estimatedTokensAfter``). Pi's ``tokensBefore``
+    (written in the entry) counts the last answer's usage instead: above the
+    estimate it would let a summary that grows the context through, below it
+    a shrinking one look like growth.
     """
     after = pending_tokens(session, data)
-    before = max(prep.tokens_before, estimated_tokens_after(session))
+    before = estimated_tokens_after(session)
     if after > SHRINK_RATIO * before:
         raise NotShrinking(
             f"the compaction would leave {after} of {before} tokens "

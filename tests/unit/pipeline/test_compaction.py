@@ -6,6 +6,7 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.unit.store.helpers import assistant, user
@@ -14,9 +15,17 @@ from pi_sessiond.compaction.fileops import FileOpsCollector
 from pi_sessiond.compaction.prepare import CompactionPreparation
 from pi_sessiond.compaction.prompts import SPLIT_TURN_SEPARATOR
 from pi_sessiond.compaction.tokens import CompactionSettings
-from pi_sessiond.errors import Conflict, NothingToCompact
+from pi_sessiond.errors import Conflict, NothingToCompact, NotShrinking
 from pi_sessiond.examples.generator import generate, write
-from pi_sessiond.pipeline.compaction import compact, prepare_or_refuse, preview
+from pi_sessiond.pipeline.compaction import (
+    check_shrinks,
+    compact,
+    compaction_entry,
+    estimated_tokens_after,
+    pending_tokens,
+    prepare_or_refuse,
+    preview,
+)
 from pi_sessiond.pipeline.requests import (
     HISTORY_HEADINGS,
     TURN_PREFIX_HEADINGS,
@@ -230,3 +239,27 @@ def test_output_limit_rule() -> None:
     assert output_limit(OutputLimit(context_window=40000), 10000) == 40000 - 10000 - 1024
     assert output_limit(OutputLimit(context_window=8000), 7500) == 1024  # too big to fit: shrunk on the error
     assert input_tokens("abc", "de") == 2 and input_tokens("") == 0
+
+
+def _with_usage(entry: dict[str, Any], tokens: int) -> dict[str, Any]:
+    usage = {**entry["message"]["usage"], "input": tokens, "totalTokens": tokens}
+    return {**entry, "message": {**entry["message"], "usage": usage}}
+
+
+def test_a_summary_that_grows_the_estimated_context_is_refused_whatever_the_usage_says(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    lines = list(generate(seed=3, entries=80))
+    last = max(i for i, e in enumerate(lines) if e.get("message", {}).get("role") == "assistant")
+    lines[last] = _with_usage(lines[last], 500_000)  # a usage far above what the messages estimate
+    write(path, lines)
+    session = Session.open(path)
+    prep = prepare_or_refuse(session, CompactionSettings(keep_recent_tokens=500))
+    before = estimated_tokens_after(session)
+    assert prep.tokens_before > 10 * before  # Pi's tokensBefore counts the usage
+    bare = pending_tokens(session, compaction_entry(prep, "", None))
+    grows = compaction_entry(prep, "x" * 4 * (before - bare + 50), None)  # the context after: a bit larger
+    assert pending_tokens(session, grows) > before
+    with pytest.raises(NotShrinking) as info:
+        check_shrinks(session, prep, grows)
+    assert (info.value.data["tokensBefore"], info.value.data["tokensAfter"]) == (before, pending_tokens(session, grows))
+    check_shrinks(session, prep, compaction_entry(prep, "short", None))  # one that shrinks it is written
