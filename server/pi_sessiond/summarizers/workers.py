@@ -24,14 +24,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import multiprocessing
 import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from typing import TypeVar
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:  # multiprocessing is imported with the first worker process, not at start
+    from concurrent.futures import ProcessPoolExecutor
 
 T = TypeVar("T")
 THREADS = 1
@@ -59,6 +60,9 @@ def _thread_pool() -> ThreadPoolExecutor:
 
 
 def _process_pool() -> ProcessPoolExecutor:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     global _processes
     with _lock:
         if _processes is None:
@@ -114,6 +118,8 @@ async def in_process(fn: Callable[..., T], *args: object) -> T:
     :func:`use_processes`, or if the pool broke."""
     if _process_limit <= 0:
         return await in_thread(fn, *args)
+    from concurrent.futures.process import BrokenProcessPool
+
     pool = _process_pool()
     try:
         return await _run(pool, fn, *args)
