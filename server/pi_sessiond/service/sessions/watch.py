@@ -106,7 +106,7 @@ class LiveWatch:
     def _start_and_check(self) -> None:
         self.ensure_started()
         if self._task is not None:
-            asyncio.get_running_loop().call_soon(self._safe_check, None)
+            asyncio.get_running_loop().call_soon(self._safe_check, set())  # the sessions soon() named
 
     def _safe_check(self, changed: set[str] | None) -> None:
         try:
