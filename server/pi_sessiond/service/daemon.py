@@ -84,6 +84,7 @@ from pi_sessiond.service.sessions import livewriter, loading
 from pi_sessiond.service.sessions.idlelocks import IdleLocks
 from pi_sessiond.service.sessions.registry import OpenSession, Registry
 from pi_sessiond.service.sessions.scope import Scope, project_cwd, require_entry, scope_of
+from pi_sessiond.service.sessions.shedding import Shedder
 from pi_sessiond.service.sessions.watch import LiveWatch
 from pi_sessiond.service.settings_store import SettingsStore
 from pi_sessiond.service.summarizing import SummarizerFactory, Summarizers
@@ -127,6 +128,7 @@ class Daemon:
         self.live = LiveSummaries(self.jobs, self.drafts, self.forwarding, summarizers)
         self.navigator = Navigator(self.notify, self.jobs, hooks, summarizers)
         self._idle_locks = IdleLocks(self.registry, settings, self.jobs)
+        self._shedder = Shedder(lambda key: self.jobs.get(key) is not None)
         self.live_watch = LiveWatch(self.registry, self.jobs, self.notify,
                                     lambda opened: self.preparing.after_growth(self._scope_of(opened)))
         self.registry.on_loaded = self._loaded
@@ -185,6 +187,7 @@ class Daemon:
         """The request's scope: the open session (with the lines other programs appended folded in, unless
         ``fold_in`` is false: a session still read tail-first is then not waited for) and its settings."""
         opened = self.registry.get(session_id)
+        self._shedder.touch(opened)  # parsed state only for the sessions used last
         if fold_in:
             self._idle_locks.arm(opened.key)  # a request may write: the idle-lock sweep runs while a lock is held
             _refresh(opened)

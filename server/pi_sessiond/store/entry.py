@@ -69,14 +69,15 @@ class Entry:
         becomes its skeleton alone: a ``message`` entry without a message, which
         contributes nothing to a context (docs/deviations.md).
         """
-        if self._data is None:
+        data = self._data  # read once: :meth:`shed` may drop it meanwhile (another thread)
+        if data is None:
             try:
                 parsed = loads(self.raw or b"{}")
             except ValueError:
                 parsed = {"type": self.type, "id": self.id, "parentId": self.parent_id, "timestamp": self.timestamp}
                 self._role = None
-            self._data = parsed if isinstance(parsed, dict) else {}
-        return self._data
+            self._data = data = parsed if isinstance(parsed, dict) else {}
+        return data
 
     @property
     def raw(self) -> bytes | None:
@@ -84,6 +85,11 @@ class Entry:
         if self._src is None:
             return None
         return self._src[self._start : self._end]
+
+    def shed(self) -> None:
+        """Drop the parsed body of an unchanged entry: :attr:`data` parses its line again when asked."""
+        if self._src is not None:
+            self._data = None
 
     def detach(self) -> None:
         """Forget the source line (the entry was changed or the buffer is going away)."""

@@ -252,6 +252,14 @@ class Session:
         """Drop the write lock after ``idle_seconds`` without a write (retaken before the next write)."""
         return self._file.release_if_idle(idle_seconds)
 
+    def shed(self) -> None:
+        """Drop what the file's bytes rebuild: the parsed entry bodies and the leaf's context; later reads
+        give the same results, paying the parse again."""
+        with self.lock:
+            self._live = LiveContext(self.tree)
+            for entry in self.tree.entries.made():
+                entry.shed()
+
     def write_now(self) -> None:
         """Create the file now if the entries warrant it (a user or assistant message)."""
         self._before_write()

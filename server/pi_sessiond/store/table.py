@@ -112,6 +112,10 @@ class EntryTable(Sequence[Entry]):
         objs = self._objs
         return [entry for entry in map(objs.__getitem__, self._given) if entry is not None]
 
+    def made(self) -> list[Entry]:
+        """The entries made so far, in file order; makes none."""
+        return [entry for entry in self._objs if entry is not None]
+
     def count_made(self) -> int:
         """How many entries are made (a test's measure of laziness)."""
         return len(self._objs) - self._objs.count(None)
