@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import statistics
@@ -98,7 +99,7 @@ class Daemon:
                 stderr=log, env=env, cwd=self.workdir, limit=2**30)
         assert self.proc.stdout is not None and self.proc.stdin is not None
         self.client = LightClient(self.proc.stdout, self.proc.stdin)
-        settings = {"daemon": {"maxConcurrentSummaries": 8}}
+        settings = {"daemon": {"maxConcurrentSummaries": 8, **json.loads(os.environ.get("BENCH_DAEMON", "{}"))}}
         await self.call("initialize", {"capabilities": {}, "initializationOptions": {"settings": settings}})
         return self
 
