@@ -86,10 +86,13 @@ class Entry:
             return None
         return self._src[self._start : self._end]
 
-    def shed(self) -> None:
-        """Drop the parsed body of an unchanged entry: :attr:`data` parses its line again when asked."""
-        if self._src is not None:
-            self._data = None
+    def shed(self) -> bool:
+        """Drop the parsed body of an unchanged entry (:attr:`data` parses its line again when asked);
+        whether it was unchanged."""
+        if self._src is None:
+            return False
+        self._data = None
+        return True
 
     def detach(self) -> None:
         """Forget the source line (the entry was changed or the buffer is going away)."""

@@ -257,8 +257,7 @@ class Session:
         give the same results, paying the parse again."""
         with self.lock:
             self._live = LiveContext(self.tree)
-            for entry in self.tree.entries.made():
-                entry.shed()
+            self.tree.entries.shed()
 
     def write_now(self) -> None:
         """Create the file now if the entries warrant it (a user or assistant message)."""

@@ -112,9 +112,14 @@ class EntryTable(Sequence[Entry]):
         objs = self._objs
         return [entry for entry in map(objs.__getitem__, self._given) if entry is not None]
 
-    def made(self) -> list[Entry]:
-        """The entries made so far, in file order; makes none."""
-        return [entry for entry in self._objs if entry is not None]
+    def shed(self) -> None:
+        """Drop what the source lines rebuild: unchanged entries made from them are made again when asked
+        (the same fields, a new object), the others only lose their parsed bodies."""
+        given = set(self._given)
+        objs = self._objs
+        for i, entry in enumerate(objs):
+            if entry is not None and entry.shed() and self._make is not None and i not in given:
+                objs[i] = None
 
     def count_made(self) -> int:
         """How many entries are made (a test's measure of laziness)."""

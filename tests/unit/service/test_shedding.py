@@ -11,8 +11,8 @@ from pi_sessiond.store.session import Session
 
 
 def parsed(session: Session) -> int:
-    """How many made entries hold a parsed body."""
-    return sum(entry._data is not None for entry in session.tree.entries.made())
+    """How many entries are made and hold a parsed body."""
+    return sum(entry is not None and entry._data is not None for entry in session.tree.entries._objs)
 
 
 def _opened(tmp_path: Path, name: str) -> OpenSession:
