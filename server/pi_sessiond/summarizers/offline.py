@@ -100,18 +100,26 @@ class OfflineSummarizer:
         (:mod:`.workers`); ``progress`` hears 1, then the size in tokens of each section once it is built."""
         if progress is not None:
             progress(1)
-        try:
-            payload = await workers.in_thread(_payload, request)
-        except TypeError:  # nested deeper than orjson writes: built from the objects, in a thread
-            text = await workers.in_thread(build_summary, request)
-        else:
-            text = await workers.in_process(build_from_payload, payload)
+        text = await _built_elsewhere(request)
         if progress is not None:
             _sections_done(text, progress)
         return SummaryResult(text=text, usage=Usage(), provider="offline", model="offline")
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+async def _built_elsewhere(request: SummaryRequest) -> str:
+    """:func:`build_summary` in a worker process when the daemon has them (the request sent as JSON bytes),
+    else, or for messages nested deeper than orjson writes, in a worker thread from the objects."""
+    if workers.uses_processes():
+        try:
+            payload = await workers.in_thread(_payload, request)
+        except TypeError:
+            pass
+        else:
+            return await workers.in_process(build_from_payload, payload)
+    return await workers.in_thread(build_summary, request)
 
 
 def _sections_done(text: str, progress: ProgressCallback) -> None:

@@ -59,6 +59,11 @@ def _thread_pool() -> ThreadPoolExecutor:
         return _threads
 
 
+def uses_processes() -> bool:
+    """Whether :func:`in_process` runs its work in worker processes (else in a thread)."""
+    return _process_limit > 0
+
+
 def _process_pool() -> ProcessPoolExecutor:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor

@@ -367,5 +367,11 @@ async def test_a_message_too_deep_for_json_bytes_is_summarized_from_the_objects(
                 {"role": "toolResult", "toolCallId": "t", "toolName": "read",
                  "content": [{"type": "text", "text": "x"}], "details": deep, "isError": False, "timestamp": 2}]
     req = request(messages)
-    result = await OfflineSummarizer().summarize(req)
+    workers.use_processes(1)
+    try:
+        result = await OfflineSummarizer().summarize(req)
+        assert workers._processes is None  # built here, in a thread: no bytes to send
+    finally:
+        workers.use_processes(0)
+        workers.shutdown()
     assert result.text == build_summary(req)
