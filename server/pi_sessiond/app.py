@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pi_sessiond.rpc import debug
 from pi_sessiond.rpc.deferred import DaemonLifecycle, DaemonSlot
 from pi_sessiond.rpc.methods import register_table
 from pi_sessiond.rpc.server import PiServer
@@ -76,5 +75,7 @@ def make_server(
         slot.get()
     register_table(server, slot.get, _handlers)
     if debug_methods if debug_methods is not None else os.environ.get(DEBUG_METHODS_ENV) == "1":
+        from pi_sessiond.rpc import debug  # test-only methods: their imports stay out of every other start
+
         debug.register(server)
     return server
