@@ -225,3 +225,13 @@ def test_an_untrusted_project_layer_is_skipped_and_reported() -> None:
     assert got.settings.compaction.keep_recent_tokens == 20000
     assert [(e.file, e.key, e.message) for e in got.errors] == [("/p/.pi/settings.json", "*", "ignored: not trusted")]
     assert resolve([Layer("project", {}, "/p.json", refused="ignored")]).errors == ()  # nothing to skip: silent
+
+
+def test_sessions_without_a_layer_of_their_own_share_one_resolution_per_cwd(isolated_agent_dir: Path) -> None:
+    store = SettingsStore()
+    shared = {id(store.resolved(f"s{i}", "/w")) for i in range(600)}  # more sessions than the cache holds
+    assert len(shared) == 1
+    store.update({"daemon": {"lockIdleSeconds": 7}}, session_id="s3")
+    assert store.settings("s3", "/w").daemon.lock_idle_seconds == 7
+    assert store.settings("s4", "/w").daemon.lock_idle_seconds != 7
+    assert store.resolved("s4", "/w") is store.resolved("s5", "/w")

@@ -148,7 +148,8 @@ class SettingsStore:
     def resolved(self, session_id: str | None = None, cwd: str | None = None) -> Resolved:
         """The settings, the source layer of every dotted leaf key, and the issues of the files."""
         project = project_path(cwd) if cwd else None
-        key = (session_id, cwd, self._generation, self._stamp(self._global_path),
+        own = session_id if session_id in self._sessions else None  # no layer of its own: shared with its cwd
+        key = (own, cwd, self._generation, self._stamp(self._global_path),
                self._stamp(project) if project is not None else None, self._stamp(self._trust_path))
         cached = self._cache.get(key)
         if cached is None:
