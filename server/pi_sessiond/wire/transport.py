@@ -10,7 +10,8 @@ discarded in chunks (never held in memory) and answered ``-32008 tooLarge``
 broken frame cannot be recovered from in
 any framing (a wrong length shifts every later message), so a missing or
 non-numeric ``Content-Length``, a malformed header line or EOF inside a
-message stops the connection: logged, exit code 1 for stdio (fail fast).
+message stops the connection: answered with one ``-32700 parseError`` (``id: null``) where the
+stream still takes it, logged, exit code 1 for stdio (fail fast).
 
 The writer sends ``Content-Length: <bytes>\\r\\n\\r\\n<body>`` in one write per
 message on a non-blocking transport; the read loop awaits ``drain()`` before
@@ -33,11 +34,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
+from pi_protocol.errors import PARSE_ERROR
 from pi_protocol.settings import DEFAULT_SETTINGS
 
 logger = logging.getLogger(__name__)
@@ -319,6 +322,7 @@ async def serve_connection(
                     break
     except FramingError as exc:
         logger.error("unrecoverable framing error, closing the connection: %s", exc)
+        sink.send(framing_error_reply(exc))
         code = 1
     except IdleTimeout:
         logger.info("closed a connection idle for daemon.idleConnectionSeconds with nothing in flight")
@@ -328,6 +332,13 @@ async def serve_connection(
         await endpoint.aclose()
         await sink.close()
     return endpoint.exit_code if endpoint.exit_code is not None else code
+
+
+def framing_error_reply(exc: FramingError) -> bytes:
+    """The last message of a connection whose framing broke: a parse error with ``id: null``."""
+    error = {"code": PARSE_ERROR, "message": f"Parse error: {exc}; closing the connection",
+             "data": {"reason": "parseError"}}
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
 
 
 def idle_limit(gate: Admission | None, pending_auth: bool) -> float | None:
