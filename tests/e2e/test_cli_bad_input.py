@@ -40,12 +40,19 @@ def bad_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     headerless.write_text('{"type":"message","id":"a","parentId":null,"message":{"role":"user","content":"x"}}\n')
     directory = tmp_path / "dir.jsonl"
     directory.mkdir()
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b'\xef\xbb\xbf{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}\n')
+    package = tmp_path / "package.json"
+    package.write_text('{"name": "x", "version": "1.0.0"}\n')
+    missing = tmp_path / "missing.jsonl"
     return {
-        "missing": (tmp_path / "missing.jsonl", "No such file"),
-        "text": (text, "not a valid pi session"),
-        "binary": (binary, "not a valid pi session"),
-        "headerless": (headerless, "not a valid pi session"),
+        "missing": (missing, f"cannot open {missing}: No such file or directory"),
+        "text": (text, "not a valid pi session: " + str(text) + " (its first line is not JSON)"),
+        "binary": (binary, "(binary content, not JSON lines)"),
+        "headerless": (headerless, "(no session header: its first line is a 'message' entry)"),
         "directory": (directory, "not a valid pi session"),
+        "bom": (bom, "(it starts with a UTF-8 byte-order mark; save it as UTF-8 without one)"),
+        "not-a-session": (package, '(JSON, but not a Pi session: no {"type": "session"} header line)'),
     }
 
 

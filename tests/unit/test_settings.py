@@ -187,7 +187,7 @@ def test_store_lists_file_errors_logs_them_once_and_daemon_reports_them(
     assert "theme" not in got.settings
     assert caplog.text.count("daemon.fsync") == 1
     assert unstructure(got)["errors"][0] == {"file": str(path), "key": "daemon.fsync",
-                                             "message": "expected 'always' or 'never', got string"}
+                                             "message": "expected 'always' or 'never', got string \"sometimes\""}
 
 
 def test_command_line_settings_use_the_same_layers(
@@ -225,3 +225,19 @@ def test_an_untrusted_project_layer_is_skipped_and_reported() -> None:
     assert got.settings.compaction.keep_recent_tokens == 20000
     assert [(e.file, e.key, e.message) for e in got.errors] == [("/p/.pi/settings.json", "*", "ignored: not trusted")]
     assert resolve([Layer("project", {}, "/p.json", refused="ignored")]).errors == ()  # nothing to skip: silent
+
+
+@pytest.mark.parametrize(
+    ("layer", "message"),
+    [
+        ({"tokenizer": "gpt"}, "tokenizer: expected 'pi' or 'cl100k' or 'calibrated', got string \"gpt\""),
+        ({"compaction": {"reserveTokens": "lots"}}, "compaction.reserveTokens: expected number, got string \"lots\""),
+        ({"summarizer": {"headers": {"x-api-key": 5}}}, "summarizer.headers.x-api-key: expected string, got number"),
+    ],
+    ids=["shown", "shown-nested", "a-header-is-never-shown"],
+)
+def test_a_bad_value_is_shown_unless_its_key_may_hold_a_secret(layer: dict[str, Any], message: str) -> None:
+    from pi_sessiond.settings.check import check_layer
+
+    _, problems = check_layer(layer)
+    assert [f"{key}: {text}" for key, text in problems] == [message]

@@ -187,7 +187,7 @@ async def _listen(args: argparse.Namespace, files: contextlib.ExitStack) -> None
         await listeners.serve_tcp(host, port, network, _announce("tcp", secret, files), _gate(secret))
         return
     if importlib.util.find_spec("websockets") is None:
-        raise auth.WireSetupError("--ws needs the 'websockets' package (pip install 'pygls[ws]')")
+        raise auth.WireSetupError("--ws needs the 'websockets' package: pip install 'pi-sessiond[ws]'")
     from pi_sessiond.settings import load_settings
     from pi_sessiond.wire.websocket import serve_ws
 
