@@ -76,6 +76,14 @@ def test_files_that_are_not_sessions_are_refused_in_one_line(tmp_path: Path, com
         (["call", "pi/getStats", "[1]"], "PARAMS_JSON must be a JSON object"),
         (["call", "pi/getStats", "{nope"], "PARAMS_JSON is not JSON"),
         (["no-such-command"], "unknown command"),
+        (["context", "--example", "--tail", "0"], "expected a whole number >= 1, got '0'"),
+        (["tree", "--example", "--limit", "x"], "expected a whole number >= 1, got 'x'"),
+        (["list", "--cwd"], "expected one argument"),
+        (["list", "extra"], "unrecognized arguments"),
+        (["settings", "--nope"], "unrecognized arguments"),
+        (["completion"], "the following arguments are required: shell"),
+        (["completion", "tcsh"], "invalid choice: 'tcsh'"),
+        (["demo", "--keep-recent-tokens", "many"], "invalid int value"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(args: list[str], contains: str) -> None:
