@@ -68,7 +68,7 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over_and_removed(tmp_path: Path
 def test_a_daemon_removes_the_lock_at_close_and_at_exit(tmp_path: Path) -> None:
     first, second = copy_example(tmp_path / "a"), copy_example(tmp_path / "b")
     options = {"settings": {"compaction": {"keepRecentTokens": 6000}}}
-    with daemon() as d:
+    with daemon(init=False) as d:
         d.ok("initialize", {**INIT, "initializationOptions": options})
         for path in (first, second):
             opened = d.ok("pi/openSession", {"path": str(path)})
