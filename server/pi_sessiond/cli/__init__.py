@@ -20,9 +20,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``pi-sessiond``; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] in (["--version"], ["-V"]):
-        from pi_sessiond import __version__
+        import pi_sessiond
 
-        print(f"pi-sessiond {__version__}")
+        print(f"pi-sessiond {pi_sessiond.__version__}")
         return 0
     if "_ARGCOMPLETE" not in os.environ and _serves(args):
         from pi_sessiond.cli import serve
