@@ -84,6 +84,9 @@ def test_files_that_are_not_sessions_are_refused_in_one_line(tmp_path: Path, com
         (["completion"], "the following arguments are required: shell"),
         (["completion", "tcsh"], "invalid choice: 'tcsh'"),
         (["demo", "--keep-recent-tokens", "many"], "invalid int value"),
+        (["serve", "--tcp", "nope"], "expected HOST:PORT, got 'nope'"),
+        (["--tcp", "nope"], "expected HOST:PORT, got 'nope'"),
+        (["serve", "--bogus"], "unrecognized arguments: --bogus"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(args: list[str], contains: str) -> None:
