@@ -106,6 +106,13 @@ def test_an_unwritable_log_file_is_one_line(tmp_path: Path) -> None:
     one_line(cli("serve", "--log-file", str(tmp_path / "no" / "such" / "dir" / "log")), 1, contains="--log-file")
 
 
+def test_ws_without_websockets_names_the_extra_to_install() -> None:
+    hide = "import sys; sys.modules['websockets'] = None; from pi_sessiond.cli import main; "
+    done = subprocess.run([sys.executable, "-c", hide + "sys.exit(main(['serve', '--ws', '127.0.0.1:0']))"],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert one_line(done, 1, contains="pip install 'pi-sessiond[ws]'")
+
+
 def test_navigate_takes_options_in_any_order() -> None:
     for args in (["navigate", "--example", "d23f0824", "--json"], ["navigate", "--json", "--example", "d23f0824"]):
         done = cli(*args)
