@@ -164,7 +164,7 @@ class FileGuard:
         if self._lock is not None and _lock_file_is(self._lock, lock_path_of(self.path)):
             return
         self.release()
-        self._lock = _take(lock_path_of(self.path), self.path)
+        self._lock = take_lock_file(lock_path_of(self.path), self.path)
         self._last_write = time.monotonic()
         lockinfo.write_body(self._lock, lockinfo.body_for())
         remove_stale_temps(self.path)  # only the lock holder may; a killed rewrite leaves one
@@ -194,8 +194,12 @@ class FileGuard:
 _TAKE_ATTEMPTS = 8
 
 
-def _take(lock_path: Path, path: Path) -> IO[bytes]:
-    """``flock`` the file at ``lock_path``; retried when a releasing holder removed it meanwhile."""
+def take_lock_file(lock_path: Path, path: Path) -> IO[bytes]:
+    """``flock`` the file at ``lock_path`` (:class:`LockedError` naming ``path``'s holder if it is taken).
+
+    Retried when a releasing holder removed the file between our ``open`` and our ``flock``: a lock
+    on a file no longer at ``lock_path`` would exclude no one.
+    """
     for _ in range(_TAKE_ATTEMPTS):
         handle = open(lock_path, "a+b")  # noqa: SIM115 - held until release()
         try:
