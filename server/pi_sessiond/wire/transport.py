@@ -314,7 +314,7 @@ async def serve_connection(
                         return 1
                     frame, pending_auth[0] = passed, False
                 if isinstance(frame, _Oversize):
-                    logger.warning("skipped a %d-byte message (limit %d)", frame.size, endpoint.max_message_bytes)
+                    logger.info("skipped a %d-byte message (limit %d)", frame.size, endpoint.max_message_bytes)
                     endpoint.protocol.too_large(frame.size, endpoint.max_message_bytes, frame.msg_id)
                 else:
                     endpoint.protocol.receive(frame)
