@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -91,7 +92,8 @@ def test_the_demo_removes_its_copy_unless_asked_to_keep_it(tmp_path: Path) -> No
     assert [p.name[:17] for p in tmp_path.iterdir()] == ["pi-sessiond-demo-"]
 
 
-@pytest.mark.parametrize("command", ["context", "tree", "compact", "demo", "completion", "list", "settings"])
+@pytest.mark.parametrize("command", ["context", "tree", "compact", "navigate", "stats", "call", "demo", "completion",
+                                     "list", "settings", "hold-lock", "serve"])
 def test_help_is_plain_text(command: str) -> None:
     text = ok(command, "--help")
-    assert "``" not in text and "::" not in text
+    assert "``" not in text and "::" not in text and not re.search(r":\w+:`", text)

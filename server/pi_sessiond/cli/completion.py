@@ -1,9 +1,8 @@
 """``pi-sessiond completion bash|zsh|fish``: a shell completion script, completed from the parser itself.
 
 The script comes from argcomplete: at each Tab the shell runs ``pi-sessiond``
-with ``_ARGCOMPLETE`` set, and :func:`complete_if_asked` answers from one
-parser that holds every subcommand's own, so a new flag completes without
-touching this module. Install, e.g.::
+with ``_ARGCOMPLETE`` set, and it answers from one parser that holds every
+subcommand's own, so every flag completes as the commands define it. Install, e.g.::
 
     pi-sessiond completion bash > ~/.local/share/bash-completion/completions/pi-sessiond
     pi-sessiond completion zsh > "${fpath[1]}/_pi-sessiond"

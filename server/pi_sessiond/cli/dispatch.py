@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -87,8 +88,8 @@ def run(name: str, module: ModuleType, argv: list[str]) -> int:
 
 
 def plain(doc: str) -> str:
-    """A module docstring as --help shows it: reST markup (double backquotes, ``::``) made plain text."""
-    return doc.replace("``", "").replace("::\n", ":\n").strip()
+    """A module docstring as --help shows it: reST markup (roles, double backquotes, ``::``) made plain text."""
+    return re.sub(r":\w+:`~?([^`]+)`", r"\1", doc).replace("``", "").replace("::\n", ":\n").strip()
 
 
 def _os_message(exc: OSError) -> str:
