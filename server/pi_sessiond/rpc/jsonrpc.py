@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from pi_protocol.errors import REASONS
+from pi_sessiond.rpc.errors import with_reason
 
 
 class MessageSink(Protocol):
@@ -43,21 +43,9 @@ def max_in_flight() -> int:
 
 
 def error_reply(msg_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    """A JSON-RPC error response object (``id`` kept even when null); ``data.reason`` is always there.
-
-    ``data`` without a reason gets the reason of ``code`` (:func:`reason_of`); ``data`` that is not
-    an object (pygls puts a traceback there) is replaced by ``{"reason": …}``.
-    """
-    if not isinstance(data, dict):
-        data = {"reason": reason_of(code)}
-    elif "reason" not in data:
-        data = {"reason": reason_of(code), **data}
-    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message, "data": data}}
-
-
-def reason_of(code: int) -> str:
-    """The reason a bare ``code`` stands for (the first of the table's reasons with it, else ``internal``)."""
-    return next((reason for reason, row in REASONS.items() if row.code == code), "internal")
+    """A JSON-RPC error response object (``id`` kept even when null); ``data.reason`` is always there."""
+    error = {"code": code, "message": message, "data": with_reason(code, data)}
+    return {"jsonrpc": "2.0", "id": msg_id, "error": error}
 
 
 class Batch:

@@ -131,6 +131,10 @@ class PiProtocol(LanguageServerProtocol):
         error = reason_error("tooLarge", message, {"size": size, "limit": limit})
         self._emit(error_reply(msg_id if valid_id(msg_id) else None, error.code, error.message, error.data))
 
+    def broken_frame(self, problem: str) -> None:
+        """Answer a frame that cannot be parsed (``id: null``): the connection's last message."""
+        self._emit(error_reply(None, codes.PARSE_ERROR, f"Parse error: {problem}; closing the connection"))
+
     def _reject(self, msg_id: Any, message: str, batch: Batch | None) -> None:
         reply = error_reply(msg_id, codes.INVALID_REQUEST, f"Invalid request: {message}")
         if batch is not None:

@@ -34,13 +34,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import re
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from pi_protocol.errors import PARSE_ERROR
 from pi_protocol.settings import DEFAULT_SETTINGS
 
 logger = logging.getLogger(__name__)
@@ -71,6 +69,10 @@ class Receiver(Protocol):
 
     def too_large(self, size: int, limit: int, msg_id: Any) -> None:
         """A frame over the limit was skipped: answer ``msg_id`` with ``tooLarge``."""
+        ...
+
+    def broken_frame(self, problem: str) -> None:
+        """A frame cannot be parsed: answer it (``id: null``); the connection closes right after."""
         ...
 
 
@@ -322,7 +324,7 @@ async def serve_connection(
                     break
     except FramingError as exc:
         logger.error("unrecoverable framing error, closing the connection: %s", exc)
-        sink.send(framing_error_reply(exc))
+        endpoint.protocol.broken_frame(str(exc))
         code = 1
     except IdleTimeout:
         logger.info("closed a connection idle for daemon.idleConnectionSeconds with nothing in flight")
@@ -332,13 +334,6 @@ async def serve_connection(
         await endpoint.aclose()
         await sink.close()
     return endpoint.exit_code if endpoint.exit_code is not None else code
-
-
-def framing_error_reply(exc: FramingError) -> bytes:
-    """The last message of a connection whose framing broke: a parse error with ``id: null``."""
-    error = {"code": PARSE_ERROR, "message": f"Parse error: {exc}; closing the connection",
-             "data": {"reason": "parseError"}}
-    return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
 
 
 def idle_limit(gate: Admission | None, pending_auth: bool) -> float | None:
