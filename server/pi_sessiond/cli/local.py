@@ -26,9 +26,9 @@ from pi_protocol.results import SessionInfo
 from pi_sessiond.cli.common import CliError
 from pi_sessiond.cli.progress import StderrProgress
 from pi_sessiond.errors import InvalidParams
-from pi_sessiond.service.core import SummarizerFactory
 from pi_sessiond.service.daemon import Daemon
 from pi_sessiond.service.interface import ProgressFactory
+from pi_sessiond.service.summarizing import SummarizerFactory
 from pi_sessiond.summarizers.factory import make_summarizer
 
 

@@ -15,7 +15,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from pi_sessiond.wireauth import runtime_dir
+from pi_sessiond.store.layout import runtime_dir
 
 
 def marks_dir() -> Path:
