@@ -29,10 +29,10 @@ HEADER = """\
 
 This file is generated from the wire types (`protocol/pi_protocol`) and the
 method table (`pi_protocol.methods`) the daemon registers its handlers from,
-so it lists exactly what the daemon serves. The contract it implements is
-the project's `PROTOCOL.md` (framing, LSP lifecycle, session data, the
-command line); this reference deliberately goes further than the contract in
-four places: it gives every field's type, it says which error reasons each
+so it lists exactly what the daemon serves: the framing is LSP's base
+protocol (`Content-Length` headers) with its lifecycle (`initialize` first,
+`shutdown`, `exit`), the sessions are Pi's JSONL files. It is more precise
+than the project's written contract in four places: it gives every field's type, it says which error reasons each
 method may answer, it lists the settings' built-in defaults as the code
 has them, and it has a few names the contract's "Additions" do not: `reason`
 on `pi/mask` (the masking tier a live Pi asks for at its turn boundary),

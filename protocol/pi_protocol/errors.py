@@ -4,10 +4,12 @@
 JSON-RPC errors and ours (``docs/protocol.md`` "Errors" is generated from it).
 The daemon raises ``pi_sessiond.errors.PiError`` subclasses, each naming a
 key of this table, and answers them with ``data.reason``; only the JSON-RPC
-boundary (``pi_sessiond/rpc/errors.py``) looks a code up here. Framing
-errors of the rpc layer (parse error, invalid request, a cancelled request)
-answer their code alone, without ``data``. The ``Final`` constants name the
-same codes for that layer and for the generated TypeScript ``ErrorCodes``.
+boundary (``pi_sessiond/rpc/errors.py``) looks a code up here. Every error
+carries ``data.reason``, the rpc layer's own (parse error, invalid request, a
+cancelled request, a request before ``initialize``) included. ``notInitialized``
+shares LSP's ``-32002`` with ``unknownEntry``; the reason tells them apart.
+The ``Final`` constants name the same codes for that layer and for the
+generated TypeScript ``ErrorCodes``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 REQUEST_CANCELLED: Final = -32800
+
+SERVER_NOT_INITIALIZED: Final = -32002
 
 UNKNOWN_SESSION: Final = -32001
 UNKNOWN_ENTRY: Final = -32002
@@ -53,6 +57,7 @@ REASONS: Final = MappingProxyType(
         "invalidParams": Reason(INVALID_PARAMS, "bad params; the message names the field and what was expected"),
         "internal": Reason(INTERNAL_ERROR, "an unexpected failure, logged by the daemon; no details reach the client"),
         "cancelled": Reason(REQUEST_CANCELLED, "the request was cancelled, or a hook or reviewer refused it"),
+        "notInitialized": Reason(SERVER_NOT_INITIALIZED, "a request came before initialize (LSP's code)"),
         "unknownSession": Reason(UNKNOWN_SESSION, "no open session with that sessionId"),
         "unknownEntry": Reason(UNKNOWN_ENTRY, "an id not in the session"),
         "locked": Reason(LOCKED, "another process holds the session's write lock, or the file cannot be written"),

@@ -243,7 +243,7 @@ NOTIFICATIONS: Final = (
     NotificationSpec(SESSION_CHANGED, SessionChanged, "A session's leaf or entries changed, for any reason."),
     NotificationSpec(SESSION_LIVE, SessionLive, "A live Pi took (`live: true`) or released an open session."),
     NotificationSpec(SESSION_LOADED, SessionLoaded,
-                     "A session opened with `loading: true` was read in full (beyond PROTOCOL.md)."),
+                     "A session opened with `loading: true` was read in full (a pi-sessiond addition)."),
 )
 
 HOOKS: Final = (

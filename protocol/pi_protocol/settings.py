@@ -185,12 +185,12 @@ class DaemonSettings:
     max_session_bytes: int = setting(4 * 1024**3, above=0)
     open_index: bool = setting(True, doc="keep an index of each session file of 20,000 lines or more in "
                                "`$XDG_CACHE_HOME/pi-sessiond/open-index/`, so a reopen reads only what it needs "
-                               "(beyond PROTOCOL.md)")
+                               "(a pi-sessiond addition)")
     tail_open_bytes: int = setting(32 * 1024 * 1024, minimum=0,
                                    doc="open a session file of at least this many bytes from its end: "
                                    "`pi/getContext` of its leaf is answered before the whole file is read "
                                    "(SESSION `loading: true`, then `pi/sessionLoaded`); 0 turns it off "
-                                   "(beyond PROTOCOL.md)")
+                                   "(a pi-sessiond addition)")
 
 
 @attrs.frozen(kw_only=True)

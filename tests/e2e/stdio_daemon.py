@@ -24,7 +24,8 @@ TIMEOUT = 120.0
 class Daemon:
     """``python -m pi_sessiond serve`` on stdio, optionally under an ``RLIMIT_FSIZE``."""
 
-    def __init__(self, *, fsize: int | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *, fsize: int | None = None, env: dict[str, str] | None = None, init: bool = True) -> None:
+        """``init``: send a plain ``initialize`` first (requests before it are refused ``-32002``)."""
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
 
         def limit() -> None:
@@ -38,6 +39,8 @@ class Daemon:
         self.replies: queue.Queue[Any] = queue.Queue()
         self.ids = iter(range(1, 10**6))
         threading.Thread(target=self._read, daemon=True).start()
+        if init:
+            self.ok("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
 
     def _read(self) -> None:
         out = self.proc.stdout

@@ -40,12 +40,19 @@ def bad_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     headerless.write_text('{"type":"message","id":"a","parentId":null,"message":{"role":"user","content":"x"}}\n')
     directory = tmp_path / "dir.jsonl"
     directory.mkdir()
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b'\xef\xbb\xbf{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}\n')
+    package = tmp_path / "package.json"
+    package.write_text('{"name": "x", "version": "1.0.0"}\n')
+    missing = tmp_path / "missing.jsonl"
     return {
-        "missing": (tmp_path / "missing.jsonl", "No such file"),
-        "text": (text, "not a valid pi session"),
-        "binary": (binary, "not a valid pi session"),
-        "headerless": (headerless, "not a valid pi session"),
+        "missing": (missing, f"cannot open {missing}: No such file or directory"),
+        "text": (text, "not a valid pi session: " + str(text) + " (its first line is not JSON)"),
+        "binary": (binary, "(binary content, not JSON lines)"),
+        "headerless": (headerless, "(no session header: its first line is a 'message' entry)"),
         "directory": (directory, "not a valid pi session"),
+        "bom": (bom, "(it starts with a UTF-8 byte-order mark; save it as UTF-8 without one)"),
+        "not-a-session": (package, '(JSON, but not a Pi session: no {"type": "session"} header line)'),
     }
 
 
@@ -69,6 +76,17 @@ def test_files_that_are_not_sessions_are_refused_in_one_line(tmp_path: Path, com
         (["call", "pi/getStats", "[1]"], "PARAMS_JSON must be a JSON object"),
         (["call", "pi/getStats", "{nope"], "PARAMS_JSON is not JSON"),
         (["no-such-command"], "unknown command"),
+        (["context", "--example", "--tail", "0"], "expected a whole number >= 1, got '0'"),
+        (["tree", "--example", "--limit", "x"], "expected a whole number >= 1, got 'x'"),
+        (["list", "--cwd"], "expected one argument"),
+        (["list", "extra"], "unrecognized arguments"),
+        (["settings", "--nope"], "unrecognized arguments"),
+        (["completion"], "the following arguments are required: shell"),
+        (["completion", "tcsh"], "invalid choice: 'tcsh'"),
+        (["demo", "--keep-recent-tokens", "many"], "invalid int value"),
+        (["serve", "--tcp", "nope"], "expected HOST:PORT, got 'nope'"),
+        (["--tcp", "nope"], "expected HOST:PORT, got 'nope'"),
+        (["serve", "--bogus"], "unrecognized arguments: --bogus"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(args: list[str], contains: str) -> None:
@@ -86,6 +104,13 @@ def test_unknown_entries_and_closed_ports_fail_in_one_line(tmp_path: Path) -> No
 
 def test_an_unwritable_log_file_is_one_line(tmp_path: Path) -> None:
     one_line(cli("serve", "--log-file", str(tmp_path / "no" / "such" / "dir" / "log")), 1, contains="--log-file")
+
+
+def test_ws_without_websockets_names_the_extra_to_install() -> None:
+    hide = "import sys; sys.modules['websockets'] = None; from pi_sessiond.cli import main; "
+    done = subprocess.run([sys.executable, "-c", hide + "sys.exit(main(['serve', '--ws', '127.0.0.1:0']))"],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert one_line(done, 1, contains="pip install 'pi-sessiond[ws]'")
 
 
 def test_navigate_takes_options_in_any_order() -> None:

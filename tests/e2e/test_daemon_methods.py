@@ -419,7 +419,8 @@ async def test_error_codes_and_reasons(daemons: Daemons, tmp_path: Path) -> None
     error = await rpc_error(call(client, "pi/getTree", {"sessionId": sid, "offset": -1}))
     assert error.code == -32602 and "offset" in str(error)
     error = await rpc_error(call(client, "pi/openSession", {"path": str(tmp_path / "missing.jsonl")}))
-    assert error.code == -32602 and "path" in str(error)
+    assert error.code == -32602 and error.data["path"] == str(tmp_path / "missing.jsonl")
+    assert f"cannot open {tmp_path / 'missing.jsonl'}: No such file or directory" in str(error)
 
     error = await rpc_error(call(client, "pi/openSession", {"sessionId": "no-such-file"}))
     assert error.code == -32001 and error.data["reason"] == "unknownSession"

@@ -39,7 +39,7 @@ def stats(d: Daemon) -> dict[str, int]:
 
 def open_and_context(path: Path, env: dict[str, str], *, wait_for_save: bool) -> tuple[Any, dict[str, int]]:
     """One daemon run: open ``path``, its context, (the index saved), and the open-index counters."""
-    with daemon(env=env) as d:
+    with daemon(env=env, init=False) as d:
         d.ok("initialize", {"processId": None, "rootUri": None, "capabilities": {},  # whole-file opens only
                             "initializationOptions": {"settings": {"daemon": {"tailOpenBytes": 0}}}})
         sid = d.ok("pi/openSession", {"path": str(path)})["sessionId"]

@@ -17,7 +17,7 @@ def test_the_daemon_widens_its_stdout_pipe_and_big_replies_arrive_whole() -> Non
     with open("/proc/sys/fs/pipe-max-size") as f:
         expected = min(PIPE_BYTES, int(f.read()))
     text = "x" * (3 * PIPE_BYTES)  # echoed back: a reply three times the widened pipe
-    with daemon(env={"PI_SESSIOND_DEBUG_METHODS": "1"}) as d:
+    with daemon(env={"PI_SESSIOND_DEBUG_METHODS": "1"}, init=False) as d:
         d.ok("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
         assert d.proc.stdout is not None
         assert fcntl.fcntl(d.proc.stdout.fileno(), fcntl.F_GETPIPE_SZ) >= expected

@@ -84,6 +84,11 @@ class Raw:
         self.send(req(msg_id, method, params))
         return self.recv()
 
+    def init(self) -> Raw:
+        """Send ``initialize`` and wait for its result (other requests are refused before it)."""
+        assert "result" in self.call("init", "initialize", {"processId": None, "capabilities": {}})
+        return self
+
     def ping(self, msg_id: Any = "ping") -> None:
         assert self.call(msg_id, "debug/echo", {"ok": 1}) == {"jsonrpc": "2.0", "id": msg_id, "result": {"ok": 1}}
 
@@ -112,6 +117,15 @@ class Raw:
 
 @pytest.fixture
 def raw() -> Any:
+    """An initialized daemon."""
+    server = Raw().init()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fresh() -> Any:
+    """A daemon that has not seen ``initialize``."""
     server = Raw()
     yield server
     server.stop()
@@ -272,9 +286,9 @@ def test_invalid_params_name_the_field(raw: Raw, params: Any, field: str) -> Non
     assert raw.call(2, "debug/typed", {"sessionId": "s", "unknown": 1})["result"] == {"sessionId": "s", "unknown": 1}
 
 
-def test_invalid_initialization_options_are_32602_naming_the_field(raw: Raw) -> None:
+def test_invalid_initialization_options_are_32602_naming_the_field(fresh: Raw) -> None:
     params = {"processId": None, "capabilities": {}, "initializationOptions": {"settings": 5}}
-    reply = raw.call(1, "initialize", params)
+    reply = fresh.call(1, "initialize", params)
     assert reply["error"]["code"] == -32602
     assert reply["error"]["data"]["field"] == "initializationOptions.settings"
 
@@ -291,34 +305,35 @@ def test_lua_s_empty_tables_are_no_options(options: object) -> None:
         server.stop()
 
 
-def test_options_that_are_no_object_are_refused_naming_initialization_options(raw: Raw) -> None:
-    reply = raw.call(1, "initialize", {"processId": None, "capabilities": {}, "initializationOptions": [1]})
+def test_options_that_are_no_object_are_refused_naming_initialization_options(fresh: Raw) -> None:
+    reply = fresh.call(1, "initialize", {"processId": None, "capabilities": {}, "initializationOptions": [1]})
     assert reply["error"]["message"] == "Invalid params: initializationOptions: expected object, got array"
     assert reply["error"]["data"] == {"reason": "invalidParams", "field": "initializationOptions"}
 
 
-def test_initialize_with_bad_lsp_params_is_32602(raw: Raw) -> None:
-    assert error_of(raw.call(1, "initialize", {"capabilities": 3})) == (1, -32602)
-    raw.ping()
+def test_initialize_with_bad_lsp_params_is_32602_and_may_be_sent_again(fresh: Raw) -> None:
+    assert error_of(fresh.call(1, "initialize", {"capabilities": 3})) == (1, -32602)
+    fresh.init()
+    fresh.ping()
 
 
 # ------------------------------------------------------------------ size limit
 
 
-def test_message_over_the_configured_limit_is_skipped_and_answered_too_large(raw: Raw) -> None:
+def test_message_over_the_configured_limit_is_skipped_and_answered_too_large(fresh: Raw) -> None:
     options = {"settings": {"daemon": {"maxMessageBytes": 1000}}}
-    assert "result" in raw.call(
+    assert "result" in fresh.call(
         0, "initialize", {"processId": None, "capabilities": {}, "initializationOptions": options}
     )
     big = frame(req("big", "debug/echo", {"x": "y" * 5000}))
-    raw.send(big)
-    reply = raw.recv()
+    fresh.send(big)
+    reply = fresh.recv()
     assert error_of(reply) == ("big", -32008)
     assert reply["error"]["data"] == {"reason": "tooLarge", "size": len(big.split(b"\r\n\r\n", 1)[1]), "limit": 1000}
     no_id_first = b'{"params": {"x": "' + b"y" * 4982 + b'"}, "id": 3}'
-    raw.send(b"Content-Length: %d\r\n\r\n%b" % (len(no_id_first), no_id_first))
-    assert error_of(raw.recv()) == (None, -32008)  # the id cannot be seen before params
-    raw.ping()
+    fresh.send(b"Content-Length: %d\r\n\r\n%b" % (len(no_id_first), no_id_first))
+    assert error_of(fresh.recv()) == (None, -32008)  # the id cannot be seen before params
+    fresh.ping()
 
 
 def test_the_global_settings_limit_is_enforced_and_follows_changes(isolated_agent_dir: Path) -> None:
@@ -386,6 +401,8 @@ def test_content_length_too_small_fails_fast_instead_of_desynchronising(raw: Raw
     chars = len(body.decode())  # a client counting characters, not bytes
     raw.send(b"Content-Length: %d\r\n\r\n%b" % (chars, body) + frame(req(2, "debug/echo")))
     assert error_of(raw.recv()) == (None, -32700)
+    last = raw.recv()  # the rest cannot be framed: answered once, then the connection closes
+    assert error_of(last) == (None, -32700) and "closing the connection" in last["error"]["message"]
     assert raw.wait() == 1
     with pytest.raises(EOFError):
         raw.recv(timeout=1)
@@ -394,18 +411,18 @@ def test_content_length_too_small_fails_fast_instead_of_desynchronising(raw: Raw
 # ------------------------------------------------------------------ leaks
 
 
-def test_ten_thousand_notifications_leave_the_tables_flat(raw: Raw) -> None:
-    raw.call(0, "initialize", {"processId": None, "capabilities": {}})
-    raw.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+def test_ten_thousand_notifications_leave_the_tables_flat(fresh: Raw) -> None:
+    fresh.call(0, "initialize", {"processId": None, "capabilities": {}})
+    fresh.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
 
     def burst() -> dict[str, Any]:
         """Send the burst, then read the tables until the notifications' tasks have all ended."""
         tick = frame({"jsonrpc": "2.0", "method": "debug/tick"})
         trace = frame({"jsonrpc": "2.0", "method": "$/setTrace", "params": {"value": "off"}})
-        raw.send((tick + trace) * 5000)
+        fresh.send((tick + trace) * 5000)
         deadline = time.monotonic() + 60  # generous: a loaded machine drains 10k notifications slowly
         while True:
-            result: dict[str, Any] = raw.call("stats", "debug/stats")["result"]
+            result: dict[str, Any] = fresh.call("stats", "debug/stats")["result"]
             if result["tasks"] <= 3 or time.monotonic() > deadline:
                 return result
             time.sleep(0.05)
@@ -420,18 +437,18 @@ def test_ten_thousand_notifications_leave_the_tables_flat(raw: Raw) -> None:
 # ------------------------------------------------------------------ lifecycle and exit codes
 
 
-def test_shutdown_then_exit_is_exit_code_0_and_later_requests_are_refused(raw: Raw) -> None:
-    raw.call(0, "initialize", {"processId": None, "capabilities": {}})
-    assert raw.call(1, "shutdown") == {"jsonrpc": "2.0", "id": 1, "result": None}
-    assert error_of(raw.call(2, "debug/echo")) == (2, -32600)
-    raw.send({"jsonrpc": "2.0", "method": "exit"})
-    assert raw.wait() == 0
+def test_shutdown_then_exit_is_exit_code_0_and_later_requests_are_refused(fresh: Raw) -> None:
+    fresh.call(0, "initialize", {"processId": None, "capabilities": {}})
+    assert fresh.call(1, "shutdown") == {"jsonrpc": "2.0", "id": 1, "result": None}
+    assert error_of(fresh.call(2, "debug/echo")) == (2, -32600)
+    fresh.send({"jsonrpc": "2.0", "method": "exit"})
+    assert fresh.wait() == 0
 
 
-def test_exit_without_shutdown_is_exit_code_1(raw: Raw) -> None:
-    raw.call(0, "initialize", {"processId": None, "capabilities": {}})
-    raw.send({"jsonrpc": "2.0", "method": "exit"})
-    assert raw.wait() == 1
+def test_exit_without_shutdown_is_exit_code_1(fresh: Raw) -> None:
+    fresh.call(0, "initialize", {"processId": None, "capabilities": {}})
+    fresh.send({"jsonrpc": "2.0", "method": "exit"})
+    assert fresh.wait() == 1
 
 
 def test_eof_is_a_clean_end(raw: Raw) -> None:
@@ -460,7 +477,7 @@ def test_nothing_but_protocol_on_stdout_and_logs_on_stderr(raw: Raw) -> None:
 
 def test_requests_in_flight_are_bounded_with_a_clear_busy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PI_SESSIOND_MAX_IN_FLIGHT", "3")
-    server = Raw()
+    server = Raw().init()
     try:
         for i in range(3):
             server.send(req(f"slow-{i}", "debug/slow", {"steps": 20, "delay": 0.05}))
@@ -478,7 +495,8 @@ def test_requests_in_flight_are_bounded_with_a_clear_busy(monkeypatch: pytest.Mo
 def test_stdout_redirected_to_a_regular_file_still_gets_every_reply(tmp_path: Path) -> None:
     out = tmp_path / "out.bin"
     exit_ = {"jsonrpc": "2.0", "method": "exit"}
-    data = frame(req(1, "debug/echo", {"a": 1})) + frame(req(2, "shutdown")) + frame(exit_)
+    init = req(0, "initialize", {"processId": None, "capabilities": {}})
+    data = frame(init) + frame(req(1, "debug/echo", {"a": 1})) + frame(req(2, "shutdown")) + frame(exit_)
     with open(out, "wb") as fh:
         done = subprocess.run(serve_command(), input=data, stdout=fh, stderr=subprocess.PIPE, timeout=30,
                               env={**os.environ, **DEBUG_ENV})

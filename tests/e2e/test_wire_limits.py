@@ -28,6 +28,7 @@ def initialize(raw: Raw, daemon: dict[str, Any]) -> None:
 
 
 def test_a_batch_above_max_batch_items_is_one_too_large_error_and_nothing_runs(raw: Raw) -> None:
+    initialize(raw, {})
     raw.send([req(i, "debug/tick" if i % 2 else "debug/echo", {"i": i}) for i in range(20_000)])
     reply = raw.recv()
     assert isinstance(reply, dict) and reply["id"] is None

@@ -300,6 +300,8 @@ async def test_websocket_checks_the_origin_and_the_secret(ws: Listener) -> None:
         await conn.wait_closed()
     secret = url.split("token=")[1]
     async with connect(bare, additional_headers={"Authorization": f"Bearer {secret}"}) as conn:
+        await conn.send(json.dumps(initialize(0)))
+        assert "result" in json.loads(await conn.recv())
         await conn.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "debug/echo", "params": {"a": 1}}))
         assert json.loads(await conn.recv())["result"] == {"a": 1}
     async with connect(bare) as conn:
@@ -314,6 +316,8 @@ async def test_an_allowed_origin_may_connect(isolated_agent_dir: Path) -> None:
     listener = Listener("--ws", "127.0.0.1:0", "--allow-origin", "vscode-webview://pi")
     try:
         async with connect(ws_url(listener), origin="vscode-webview://pi") as conn:  # type: ignore[arg-type]
+            await conn.send(json.dumps(initialize(0)))
+            assert "result" in json.loads(await conn.recv())
             await conn.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "debug/echo", "params": {}}))
             assert json.loads(await conn.recv())["result"] == {}
     finally:

@@ -205,5 +205,8 @@ def test_the_cli_calls_a_header_less_file_not_a_session(tmp_path: Path) -> None:
     path.write_bytes(b'{"type":"message","id":"a","parentId":null}\n')
     done = cli("compact", str(path))
     assert done.returncode == 1
-    assert done.stderr.strip().splitlines() == [f"pi-sessiond compact: Session file is not a valid pi session: {path}"]
+    assert done.stderr.strip().splitlines() == [
+        f"pi-sessiond compact: Session file is not a valid pi session: {path} "
+        "(no session header: its first line is a 'message' entry)"
+    ]
     assert "locked" not in done.stderr and "Traceback" not in done.stderr

@@ -11,6 +11,7 @@ DOCUMENTED = {
     "invalidParams": -32602,
     "internal": -32603,
     "cancelled": -32800,
+    "notInitialized": -32002,
     "unknownSession": -32001,
     "unknownEntry": -32002,
     "locked": -32003,
@@ -34,9 +35,10 @@ def test_the_table_is_the_documented_one() -> None:
     assert {reason: row.code for reason, row in errors.REASONS.items()} == DOCUMENTED
 
 
-def test_every_reason_has_its_own_code() -> None:
-    codes = [row.code for row in errors.REASONS.values()]
+def test_every_reason_has_its_own_code_but_lsp_s_not_initialized() -> None:
+    codes = [row.code for reason, row in errors.REASONS.items() if reason != "notInitialized"]
     assert len(codes) == len(set(codes))
+    assert errors.REASONS["notInitialized"].code == errors.REASONS["unknownEntry"].code == -32002
 
 
 def test_every_reason_has_a_one_line_description() -> None:

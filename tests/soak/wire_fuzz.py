@@ -11,8 +11,8 @@ missing and unknown fields, unknown methods, ids of every JSON type).
 Invariants (checked after every input, so a failure names its input):
 
 * a good request (``pi/getTree`` on a checked session) is still answered;
-* an input that breaks the framing may end the connection, but only with exit
-  code 1 and "unrecoverable framing error" in the log — counted as a *kill*,
+* an input that breaks the framing may end the connection (answered ``-32700``
+  first), but only with exit code 1 and "unrecoverable framing error" in the log — counted as a *kill*,
   the daemon is restarted; any other exit, a hang, a ``Traceback`` in the log
   or a ``-32603`` reply is a *crash*;
 * a body above the limit is answered ``-32008`` without the daemon's peak RSS

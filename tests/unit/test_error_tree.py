@@ -27,7 +27,7 @@ BOUNDARY = {"rpc/errors.py"}
 """The JSON-RPC boundary. The command line's (cli/dispatch.py) prints ``PiError.message`` and needs no code."""
 
 FRAMING_CODES = {"PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INTERNAL_ERROR", "REQUEST_CANCELLED"}
-"""Codes the rpc layer may answer without a reason (``data`` absent)."""
+"""Codes the rpc layer names itself; ``rpc/errors.py`` gives each its ``data.reason``."""
 
 TABLE_NAMES = {"REASONS", "REASON_CODES", "code_for"}
 REASON_CONSTANTS = {

@@ -187,7 +187,7 @@ def test_store_lists_file_errors_logs_them_once_and_daemon_reports_them(
     assert "theme" not in got.settings
     assert caplog.text.count("daemon.fsync") == 1
     assert unstructure(got)["errors"][0] == {"file": str(path), "key": "daemon.fsync",
-                                             "message": "expected 'always' or 'never', got string"}
+                                             "message": "expected 'always' or 'never', got string \"sometimes\""}
 
 
 def test_command_line_settings_use_the_same_layers(
@@ -235,3 +235,19 @@ def test_sessions_without_a_layer_of_their_own_share_one_resolution_per_cwd(isol
     assert store.settings("s3", "/w").daemon.lock_idle_seconds == 7
     assert store.settings("s4", "/w").daemon.lock_idle_seconds != 7
     assert store.resolved("s4", "/w") is store.resolved("s5", "/w")
+
+
+@pytest.mark.parametrize(
+    ("layer", "message"),
+    [
+        ({"tokenizer": "gpt"}, "tokenizer: expected 'pi' or 'cl100k' or 'calibrated', got string \"gpt\""),
+        ({"compaction": {"reserveTokens": "lots"}}, "compaction.reserveTokens: expected number, got string \"lots\""),
+        ({"summarizer": {"headers": {"x-api-key": 5}}}, "summarizer.headers.x-api-key: expected string, got number"),
+    ],
+    ids=["shown", "shown-nested", "a-header-is-never-shown"],
+)
+def test_a_bad_value_is_shown_unless_its_key_may_hold_a_secret(layer: dict[str, Any], message: str) -> None:
+    from pi_sessiond.settings.check import check_layer
+
+    _, problems = check_layer(layer)
+    assert [f"{key}: {text}" for key, text in problems] == [message]

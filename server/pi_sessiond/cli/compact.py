@@ -11,6 +11,8 @@ or the flags say otherwise), appends one compaction entry and prints the
 summary and the token counts on stdout (progress on stderr). With
 ``--example`` it works on a temporary copy and keeps 6000 recent tokens
 unless told otherwise, so there is always something to compact.
+``--show-response`` also prints the summarizer's raw answers (before they are
+checked and fitted into the summary; with ``--json``: ``summarizerResponses``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pi_sessiond.cli.common import (
 )
 from pi_sessiond.cli.local import local_daemon, running_daemon
 from pi_sessiond.cli.progress import StderrProgress
+from pi_sessiond.cli.responses import Recorder
 from pi_sessiond.cli.runtime import add_summarizer_arguments, flag_settings
 
 NAME = "compact"
@@ -58,6 +61,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reserve-tokens", type=_count, metavar="N",
                         help=f"tokens reserved for the summary (default {defaults.reserve_tokens})")
     parser.add_argument("--json", action="store_true", help="print the preparation / the pi/compact result as JSON")
+    parser.add_argument("--show-response", action="store_true",
+                        help="also print the summarizer's raw answers (what the model wrote, before the checks)")
     parser.add_argument("--force", action="store_true",
                         help="write even if another program (a running Pi) appended lately; lands on the newest leaf")
     add_quiet_argument(parser)
@@ -97,19 +102,24 @@ def _print_text(doc: CompactionPreview) -> None:
     print(f"turn prefix messages: {len(doc.turn_prefix_messages)}")
     print(f"previous summary: {'yes' if doc.previous_summary else 'no'}")
     print(f"read files: {len(doc.read_files)}  modified files: {len(doc.modified_files)}")
-    print("(use --json for the serialized conversation and the full request text)")
+    print("(use --json for the serialized conversation and the full summarizer request)")
 
 
 async def _compact(args: argparse.Namespace) -> int:
     path = session_path(args, writes=True)
-    async with running_daemon(settings_from(args), StderrProgress(quiet=args.quiet)) as local:
+    recorder = Recorder()
+    async with running_daemon(settings_from(args), StderrProgress(quiet=args.quiet), recorder) as local:
         info = local.open(path)
         params = CompactParams(session_id=info.session_id, custom_instructions=args.instructions, force=args.force)
         result = await local.service.compact(params, local.progress)
         assert isinstance(result, CompactResult)  # no draft was asked for
     if args.json:
-        print_json(unstructure(result))
+        extra = {"summarizerResponses": recorder.answers} if args.show_response else {}
+        print_json({**unstructure(result), **extra})
         return 0
     print(result.entry.get("summary", ""))
+    for n, answer in enumerate(recorder.answers if args.show_response else [], start=1):
+        print(f"\n=== the summarizer's answer {n} of {len(recorder.answers)} " + "=" * 36)
+        print(answer)
     print(f"\ncompacted {path}: context {result.tokens_before} -> {result.tokens_after} tokens")
     return 0

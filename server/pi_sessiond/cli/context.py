@@ -1,4 +1,7 @@
-"""``pi-sessiond context FILE [--leaf ID] [--json]``: the LLM context of a leaf (``pi/getContext``)."""
+"""``pi-sessiond context FILE [--leaf ID] [--tail N] [--json]``: the LLM context of a leaf (``pi/getContext``).
+
+``--tail N`` prints only the last N messages (the counts above them still cover the whole context).
+"""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_file_argument(parser)
     parser.add_argument("--leaf", metavar="ID", help="build the context of this entry instead of the leaf")
     parser.add_argument("--json", action="store_true", help="print the pi/getContext result as JSON")
+    parser.add_argument("--tail", type=_positive, metavar="N", help="print only the last N messages (text output)")
     parser.add_argument("--tokenizer", choices=ESTIMATOR_NAMES,
                         help="how to count tokens (default: settings.tokenizer, else pi = Pi's own estimate)")
 
@@ -40,9 +44,19 @@ def run(args: argparse.Namespace) -> int:
     model = result.model or {}
     print(f"model: {model.get('provider', '?')}/{model.get('modelId', '?')}  thinking: {result.thinking_level}")
     print(f"messages: {len(result.messages)}  tokens: {result.tokens}")
-    for i, message in enumerate(result.messages):
+    first = max(0, len(result.messages) - args.tail) if args.tail is not None else 0
+    if first:
+        print(f"  … {first} earlier messages (--tail {args.tail})")
+    for i, message in enumerate(result.messages[first:], start=first):
         print(f"{i:5d} {describe(message)}")
     return 0
+
+
+def _positive(text: str) -> int:
+    """A whole number >= 1 (argparse type)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
 
 
 def describe(message: Any) -> str:

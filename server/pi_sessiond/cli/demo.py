@@ -4,7 +4,7 @@ Runs the configured summarizer (the offline one unless settings.json says
 otherwise: no key, no network) through the same service as the daemon. The
 example's context is ~21k tokens, so the demo keeps 6k recent tokens instead
 of Pi's default 20k to have something to summarize; ``--keep-recent-tokens``
-changes that.
+changes that. The copy is removed at the end unless ``--keep`` is given.
 """
 
 from __future__ import annotations
@@ -32,15 +32,26 @@ HELP = "compact a copy of the bundled example and show the context before and af
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep-recent-tokens", type=int, default=EXAMPLE_KEEP_RECENT, metavar="N",
                         help=f"tokens of recent messages kept verbatim (default {EXAMPLE_KEEP_RECENT})")
+    parser.add_argument("--keep", action="store_true", help="keep the compacted copy (its path is printed)")
     add_quiet_argument(parser)
     add_summarizer_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    path = Path(tempfile.mkdtemp(prefix="pi-sessiond-demo-")) / example_path().name
-    shutil.copyfile(example_path(), path)
-    settings = flag_settings(args, {"compaction": {"keepRecentTokens": args.keep_recent_tokens}})
-    return asyncio.run(_demo(path, settings, StderrProgress(quiet=args.quiet)))
+    folder = Path(tempfile.mkdtemp(prefix="pi-sessiond-demo-"))
+    path = folder / example_path().name
+    try:
+        shutil.copyfile(example_path(), path)
+        settings = flag_settings(args, {"compaction": {"keepRecentTokens": args.keep_recent_tokens}})
+        code = asyncio.run(_demo(path, settings, StderrProgress(quiet=args.quiet)))
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    if args.keep:
+        print(f"The compacted copy is {path}: try `pi-sessiond tree {path}`.")
+    else:
+        print("The copy was removed; `pi-sessiond demo --keep` keeps it to look at.")
+    return code
 
 
 async def _demo(path: Path, settings: dict[str, Any], progress: StderrProgress) -> int:
@@ -60,7 +71,6 @@ async def _demo(path: Path, settings: dict[str, Any], progress: StderrProgress) 
     print("=" * 72 + "\n")
     _show("After", after.messages, after.tokens)
     print(f"\nTokens: {result.tokens_before} before -> ~{result.tokens_after} after (Pi's estimate).")
-    print(f"The compacted copy is {path}: try `pi-sessiond tree {path}`.")
     return 0
 
 

@@ -8,19 +8,24 @@ traceback. Results go to stdout, progress and warnings to stderr.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 
 from pi_sessiond.cli import call as call_command
 from pi_sessiond.cli import compact as compact_command
+from pi_sessiond.cli import completion as completion_command
 from pi_sessiond.cli import context as context_command
 from pi_sessiond.cli import demo as demo_command
 from pi_sessiond.cli import holdlock as holdlock_command
+from pi_sessiond.cli import listing as list_command
 from pi_sessiond.cli import navigate as navigate_command
 from pi_sessiond.cli import serve as serve_command
+from pi_sessiond.cli import settingscmd as settings_command
 from pi_sessiond.cli import stats as stats_command
 from pi_sessiond.cli import tree as tree_command
 from pi_sessiond.cli.common import CliError, Parser
@@ -28,8 +33,9 @@ from pi_sessiond.errors import PiError
 
 COMMANDS: dict[str, ModuleType] = {
     module.NAME: module
-    for module in (serve_command, context_command, tree_command, compact_command, navigate_command,
-                   stats_command, call_command, demo_command, holdlock_command)
+    for module in (serve_command, list_command, context_command, tree_command, compact_command, navigate_command,
+                   stats_command, settings_command, call_command, demo_command, completion_command,
+                   holdlock_command)
 }
 
 
@@ -37,13 +43,15 @@ def usage() -> str:
     """The top-level help: one line per subcommand."""
     lines = ["usage: pi-sessiond [COMMAND] [ARGS…]   (no COMMAND: serve the daemon on stdio)", "", "commands:"]
     lines += [f"  {name:10s} {module.HELP}" for name, module in COMMANDS.items()]
-    lines += ["", "`pi-sessiond COMMAND --help` describes each; --json prints the matching pi/* result."]
+    lines += ["", "`pi-sessiond COMMAND --help` describes each; --json prints the matching pi/* result.",
+              "`pi-sessiond --version` prints the version."]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    completion_command.complete_if_asked(COMMANDS)
     if not args or args[0] in ("-h", "--help", "help"):
         print(usage(), file=sys.stdout if args else sys.stderr)
         return 0 if args else 2
@@ -60,7 +68,8 @@ def run(name: str, module: ModuleType, argv: list[str]) -> int:
     """Parse ``argv`` for ``module`` and run it; every failure becomes one line and an exit code."""
     prefix = f"pi-sessiond {name}"
     try:
-        parser = Parser(prog=prefix, description=module.__doc__.splitlines()[0] if module.__doc__ else None)
+        parser = Parser(prog=prefix, description=plain(module.__doc__ or ""),
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
         module.configure(parser)
         code: int = module.run(parser.parse_intermixed_args(argv))
     except CliError as exc:
@@ -76,6 +85,11 @@ def run(name: str, module: ModuleType, argv: list[str]) -> int:
     except Exception as exc:  # a bug: still one line, never a traceback
         return _fail(f"{prefix}: internal error ({type(exc).__name__}: {exc}); please report it", 1)
     return code
+
+
+def plain(doc: str) -> str:
+    """A module docstring as --help shows it: reST markup (roles, double backquotes, ``::``) made plain text."""
+    return re.sub(r":\w+:`~?([^`]+)`", r"\1", doc).replace("``", "").replace("::\n", ":\n").strip()
 
 
 def _os_message(exc: OSError) -> str:

@@ -14,7 +14,6 @@ and the kernel releases the lock. Nothing is read from or written to the session
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 import attrs
 
 from pi_sessiond.store import lockinfo
-from pi_sessiond.store.guard import locked_error
+from pi_sessiond.store.guard import take_lock_file
 
 NAME = "hold-lock"
 HELP = "hold a session's write lock for a live Pi until stdin closes"
@@ -39,12 +38,7 @@ def run(args: argparse.Namespace) -> int:
     session = Path(args.file).absolute()
     session.parent.mkdir(parents=True, exist_ok=True)  # Pi creates its session folder with the first write
     path = lockinfo.lock_path(session)
-    handle = open(path, "a+b")  # noqa: SIM115 - held until stdin closes
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        raise locked_error(session) from None
+    handle = take_lock_file(path, session)  # held until stdin closes
     pid = args.pid if args.pid is not None else os.getppid()
     body = lockinfo.body_for("pi", pid=pid, socket=args.socket)
     lockinfo.write_body(handle, body)

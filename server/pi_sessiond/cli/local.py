@@ -28,6 +28,8 @@ from pi_sessiond.cli.progress import StderrProgress
 from pi_sessiond.errors import InvalidParams
 from pi_sessiond.service.daemon import Daemon
 from pi_sessiond.service.interface import ProgressFactory
+from pi_sessiond.service.summarizing import SummarizerFactory
+from pi_sessiond.summarizers.factory import make_summarizer
 
 
 class _NoEvents:
@@ -54,9 +56,10 @@ class LocalDaemon:
     one-shot command has no client to tell the warnings of a file read later.
     """
 
-    def __init__(self, settings: dict[str, Any] | None = None, progress: ProgressFactory | None = None) -> None:
+    def __init__(self, settings: dict[str, Any] | None = None, progress: ProgressFactory | None = None,
+                 summarizers: SummarizerFactory = make_summarizer) -> None:
         self.progress: ProgressFactory = progress or StderrProgress(quiet=True)
-        self.service = Daemon(events=_NoEvents(), hooks=_NoHooks(), progress=progress)
+        self.service = Daemon(events=_NoEvents(), hooks=_NoHooks(), progress=progress, summarizer_factory=summarizers)
         settings = dict(settings or {})
         if isinstance(settings.get("daemon", {}), dict):  # whole files: every warning is printed at the open
             settings["daemon"] = {"tailOpenBytes": 0, **settings.get("daemon", {})}
@@ -84,9 +87,10 @@ def local_daemon(settings: dict[str, Any] | None = None) -> Iterator[LocalDaemon
 
 
 @asynccontextmanager
-async def running_daemon(settings: dict[str, Any] | None, progress: ProgressFactory) -> AsyncIterator[LocalDaemon]:
+async def running_daemon(settings: dict[str, Any] | None, progress: ProgressFactory,
+                         summarizers: SummarizerFactory = make_summarizer) -> AsyncIterator[LocalDaemon]:
     """A :class:`LocalDaemon` for commands that wait for a summarizer; jobs are cancelled at the end."""
-    local = LocalDaemon(settings, progress)
+    local = LocalDaemon(settings, progress, summarizers)
     try:
         yield local
     finally:

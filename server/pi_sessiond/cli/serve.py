@@ -36,7 +36,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from pi_sessiond.wire import auth
@@ -187,7 +187,7 @@ async def _listen(args: argparse.Namespace, files: contextlib.ExitStack) -> None
         await listeners.serve_tcp(host, port, network, _announce("tcp", secret, files), _gate(secret))
         return
     if importlib.util.find_spec("websockets") is None:
-        raise auth.WireSetupError("--ws needs the 'websockets' package (pip install 'pygls[ws]')")
+        raise auth.WireSetupError("--ws needs the 'websockets' package: pip install 'pi-sessiond[ws]'")
     from pi_sessiond.settings import load_settings
     from pi_sessiond.wire.websocket import serve_ws
 
@@ -197,9 +197,16 @@ async def _listen(args: argparse.Namespace, files: contextlib.ExitStack) -> None
                    origins=tuple(args.allow_origin))
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error in one line (exit code 2), never a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``pi-sessiond`` without a subcommand (or ``pi-sessiond serve …``) without importing the other commands."""
-    parser = argparse.ArgumentParser(prog="pi-sessiond serve", description="run the pi-sessiond daemon")
+    parser = _Parser(prog="pi-sessiond serve", description="run the pi-sessiond daemon")
     configure_parser(parser)
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["serve"]:

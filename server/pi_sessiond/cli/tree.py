@@ -1,4 +1,11 @@
-"""``pi-sessiond tree FILE [--json]``: every entry, as a tree (``pi/getTree``) or as JSON (``pi/getEntries``)."""
+"""``pi-sessiond tree FILE [--limit N] [--json]``: every entry, as a tree (``pi/getTree``) or as JSON.
+
+``--json`` prints ``pi/getEntries`` (every entry in file order).
+
+Each line is ``MARK ID type: preview [label]``; the legend line under the
+header says what the marks mean. ``--limit N`` prints only the last N lines
+(the newest part of the tree, where the leaf usually is).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +25,7 @@ HELP = "the session tree (--json: every entry in file order)"
 def configure(parser: argparse.ArgumentParser) -> None:
     add_file_argument(parser)
     parser.add_argument("--json", action="store_true", help='print {"leafId", "entries"}: every entry in file order')
+    parser.add_argument("--limit", type=_positive, metavar="N", help="print only the last N lines of the tree")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,11 +37,25 @@ def run(args: argparse.Namespace) -> int:
             return 0
         tree = local.service.get_tree(GetTreeParams(session_id=info.session_id))
     print(f"session {info.session_id}  entries: {tree.total}  leaf: {tree.leaf_id or '(none)'}")
-    for node, depth in indented(tree):
+    print(LEGEND)
+    lines = list(indented(tree))
+    first = max(0, len(lines) - args.limit) if args.limit is not None else 0
+    if first:
+        print(f"  … {first} earlier lines (--limit {args.limit})")
+    for node, depth in lines[first:]:
         mark = "*" if node.id == tree.leaf_id else ("│" if node.on_active_path else " ")
         tag = f" [{node.label}]" if node.label else ""
         print(f"{mark} {'  ' * depth}{node.id} {describe(node)}{tag}")
     return 0
+
+
+LEGEND = "legend: * the leaf   │ on the path to the leaf   indented: a branch   [name] a label"
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
 
 
 def indented(tree: TreeResult) -> Iterator[tuple[TreeNode, int]]:

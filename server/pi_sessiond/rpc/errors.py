@@ -5,7 +5,8 @@ A :class:`~pi_sessiond.errors.PiError` answers the code of its ``reason`` in
 structure errors name the field; anything else is logged here with its
 traceback and reaches the client as a short ``-32603`` without one.
 ``asyncio.CancelledError`` is a ``BaseException`` and never passes through
-here: the rpc layer answers a cancelled request ``-32800`` itself.
+here: the rpc layer answers a cancelled request ``-32800`` itself, and
+:func:`with_reason` gives that answer (and every other bare code) its ``data.reason``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,21 @@ from pi_protocol.converter import StructureError
 from pi_sessiond.errors import PiError
 
 logger = logging.getLogger(__name__)
+
+
+def with_reason(code: int, data: Any) -> dict[str, Any]:
+    """``data`` for an error of ``code``: with its ``reason`` (the code's, unless ``data`` names one).
+
+    ``data`` that is not an object (pygls puts a traceback there) is replaced by ``{"reason": …}``.
+    """
+    if not isinstance(data, dict):
+        return {"reason": reason_of(code)}
+    return data if "reason" in data else {"reason": reason_of(code), **data}
+
+
+def reason_of(code: int) -> str:
+    """The reason a bare ``code`` stands for (the first of the table's reasons with it, else ``internal``)."""
+    return next((reason for reason, row in codes.REASONS.items() if row.code == code), "internal")
 
 
 def invalid_params(exc: StructureError, *, prefix: str = "") -> JsonRpcException:

@@ -13,6 +13,8 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from pi_sessiond.rpc.errors import with_reason
+
 
 class MessageSink(Protocol):
     """Where encoded messages go; the transport adds the framing."""
@@ -41,10 +43,8 @@ def max_in_flight() -> int:
 
 
 def error_reply(msg_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    """A JSON-RPC error response object (``id`` kept even when null)."""
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
+    """A JSON-RPC error response object (``id`` kept even when null); ``data.reason`` is always there."""
+    error = {"code": code, "message": message, "data": with_reason(code, data)}
     return {"jsonrpc": "2.0", "id": msg_id, "error": error}
 
 

@@ -56,6 +56,7 @@ from pi_sessiond.rpc.jsonrpc import (
     max_in_flight,
     valid_id,
 )
+from pi_sessiond.rpc.lifecycle import DROP, Lifecycle
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -77,6 +78,7 @@ class PiProtocol(LanguageServerProtocol):
         self._batches: dict[Any, Batch] = {}
         self._plain_handlers: dict[Any, bool] = {}
         self.max_in_flight = max_in_flight()
+        self.lifecycle = Lifecycle(self._serves)
         #: ``(daemon.maxBatchItems, daemon.maxMessageBytes)`` in force; the server sets it.
         self.batch_limits: Callable[[], tuple[int, int]] = lambda: (1000, 64 * 1024 * 1024)
 
@@ -129,6 +131,10 @@ class PiProtocol(LanguageServerProtocol):
         error = reason_error("tooLarge", message, {"size": size, "limit": limit})
         self._emit(error_reply(msg_id if valid_id(msg_id) else None, error.code, error.message, error.data))
 
+    def broken_frame(self, problem: str) -> None:
+        """Answer a frame that cannot be parsed (``id: null``): the connection's last message."""
+        self._emit(error_reply(None, codes.PARSE_ERROR, f"Parse error: {problem}; closing the connection"))
+
     def _reject(self, msg_id: Any, message: str, batch: Batch | None) -> None:
         reply = error_reply(msg_id, codes.INVALID_REQUEST, f"Invalid request: {message}")
         if batch is not None:
@@ -145,12 +151,17 @@ class PiProtocol(LanguageServerProtocol):
         if is_request and self._shutdown and item["method"] != types.EXIT:
             self._reject(msg_id, "the server is shutting down", batch)
             return
+        verdict = self.lifecycle.verdict(item["method"], msg_id, is_request) if "method" in item else None
+        if verdict is not None:
+            if verdict is not DROP:
+                assert isinstance(verdict, JsonRpcException)
+                self._reply(error_reply(msg_id, verdict.code, verdict.message, verdict.data), batch)
+            return
         try:
             message = self.structure_message(item)
         except JsonRpcException as exc:
             if is_request:
-                reply = error_reply(msg_id, exc.code, exc.message, exc.data)
-                batch.add(reply) if batch is not None else self._emit(reply)
+                self._reply(error_reply(msg_id, exc.code, exc.message, exc.data), batch)
             else:
                 logger.warning("dropped a malformed %r message: %s", item.get("method"), exc.message)
             return
@@ -158,6 +169,13 @@ class PiProtocol(LanguageServerProtocol):
             batch.expect()
             self._batches[msg_id] = batch
         self.handle_message(message)
+
+    def _reply(self, reply: dict[str, Any], batch: Batch | None) -> None:
+        self.lifecycle.answered(reply)
+        batch.add(reply) if batch is not None else self._emit(reply)
+
+    def _serves(self, method: str) -> bool:
+        return method in self.fm.builtin_features or method in self.fm.features or method == types.CANCEL_REQUEST
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         """The top level only; lsprotocol types for LSP methods, generic classes otherwise."""
@@ -214,6 +232,8 @@ class PiProtocol(LanguageServerProtocol):
         self._emit(obj)
 
     def _emit(self, obj: dict[str, Any]) -> None:
+        if not self.lifecycle.ready:
+            self.lifecycle.answered(obj)
         if "method" not in obj and self._batches:
             batch = self._batches.pop(obj.get("id"), None)
             if batch is not None:

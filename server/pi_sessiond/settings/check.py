@@ -5,12 +5,15 @@ whose values fit (a section is an object checked key by key; a leaf must fit
 its field's type — through the one converter — and bounds), plus one
 ``(dotted key, message)`` per known key whose value does not. Unknown keys
 are dropped silently: Pi's own keys share these files. Messages say what was
-expected and the JSON kind received, never a string value (a header may hold
-a secret).
+expected, the JSON kind received and the value itself (at most 60 characters),
+except under a key that may hold a secret (any header, a name ending in ``key`` or
+``token``, one with ``secret``, ``password`` or ``auth``), whose value is never shown.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import typing
 from collections.abc import Mapping
 from typing import Any, get_args, get_origin
@@ -67,7 +70,7 @@ def check_layer(data: Mapping[str, Any], cls: type[Any] = Settings, prefix: str 
         if problem is None:
             clean[key] = value
         else:
-            problems.append((dotted + problem[0], problem[1]))
+            problems.append((dotted + problem[0], shown(problem[1], value, dotted + problem[0])))
     return clean, problems
 
 
@@ -121,6 +124,20 @@ def _bounds_problem(value: Any, metadata: Mapping[str, Any]) -> Problem | None:
     if above is not None and value <= above:
         return "", f"expected a number > {above}, got {value}"
     return None
+
+
+_SECRET_KEY = re.compile(r"(^|\.)headers\.|key$|token$|secret|password|^auth|\.auth", re.IGNORECASE)
+_SHOWN_CHARS = 60
+
+
+def shown(message: str, value: Any, dotted: str) -> str:
+    """``message`` with the offending value after it, unless ``dotted`` may hold a secret."""
+    if _SECRET_KEY.search(dotted):
+        return message
+    if not message.endswith(("got string", "got number", "got boolean", "got null")):
+        return message
+    text = json.dumps(value, ensure_ascii=False)
+    return f"{message} {text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + '…'}"
 
 
 def _message(exc: StructureError) -> str:

@@ -25,10 +25,13 @@
   it grew past what we accounted for; at open, the file's mtime and its newest
   entry's time when both are recent, unless the last write was a lock
   holder's: the lock file's mtime is set to the session file's after each of
-  our writes, and a holder whose recorded pid is gone (a Pi with the
-  extension that was closed or killed, a killed daemon) wrote the rest. A
-  holder releasing the lock cleanly should leave no body, so that appends made
-  after it are judged by the mtimes alone.
+  our writes (and noted in ``store/writemarks.py`` at release, since the
+  lock file goes then), and a holder whose recorded pid is gone (a Pi with the extension that
+  was closed or killed, a killed daemon) wrote the rest.
+- **Nothing left behind**: releasing the lock removes the lock file (while
+  still holding it); a lock file left by a process that died is taken over and
+  removed at its next release. Whoever takes the lock checks, after the
+  ``flock``, that the path still names the file it locked, and retries if not.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from typing import IO
 
 from pi_protocol import unstructure
 from pi_sessiond.errors import Conflict, Locked
-from pi_sessiond.store import lockinfo
+from pi_sessiond.store import lockinfo, writemarks
 from pi_sessiond.store.files import remove_stale_temps
 
 
@@ -70,6 +73,7 @@ class FileGuard:
         self._mtime_ns = 0
         self.last_foreign_ns: int | None = None
         self._last_write = time.monotonic()
+        self._ours: tuple[int, int, int] | None = None
 
     @property
     def locked(self) -> bool:
@@ -144,6 +148,7 @@ class FileGuard:
 
     def _mark_ours(self, st: os.stat_result) -> None:
         """Set the lock file's mtime to the session file's: the next opener sees the last write was ours."""
+        self._ours = (st.st_ino, st.st_size, st.st_mtime_ns)
         if self._lock is not None:
             with contextlib.suppress(OSError):
                 os.utime(self._lock.fileno(), ns=(st.st_atime_ns, st.st_mtime_ns))
@@ -159,22 +164,22 @@ class FileGuard:
         if self._lock is not None and _lock_file_is(self._lock, lock_path_of(self.path)):
             return
         self.release()
-        lock_path = lock_path_of(self.path)
-        handle = open(lock_path, "a+b")  # noqa: SIM115 - held until release()
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            raise locked_error(self.path) from None
-        self._lock = handle
+        self._lock = take_lock_file(lock_path_of(self.path), self.path)
         self._last_write = time.monotonic()
-        lockinfo.write_body(handle, lockinfo.body_for())
+        lockinfo.write_body(self._lock, lockinfo.body_for())
         remove_stale_temps(self.path)  # only the lock holder may; a killed rewrite leaves one
 
     def release(self) -> None:
-        """Drop the write lock."""
+        """Drop the write lock and remove its file (still ours while we hold it)."""
         if self._lock is not None:
+            lock_path = lock_path_of(self.path)
             with contextlib.suppress(OSError):
+                st = os.stat(self.path)
+                if (st.st_ino, st.st_size, st.st_mtime_ns) == self._ours:
+                    writemarks.note_written(self.path, st)
+            with contextlib.suppress(OSError):
+                if _lock_file_is(self._lock, lock_path):
+                    lock_path.unlink()
                 self._lock.close()
             self._lock = None
 
@@ -184,6 +189,28 @@ class FileGuard:
             return False
         self.release()
         return True
+
+
+_TAKE_ATTEMPTS = 8
+
+
+def take_lock_file(lock_path: Path, path: Path) -> IO[bytes]:
+    """``flock`` the file at ``lock_path`` (:class:`LockedError` naming ``path``'s holder if it is taken).
+
+    Retried when a releasing holder removed the file between our ``open`` and our ``flock``: a lock
+    on a file no longer at ``lock_path`` would exclude no one.
+    """
+    for _ in range(_TAKE_ATTEMPTS):
+        handle = open(lock_path, "a+b")  # noqa: SIM115 - held until release()
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise locked_error(path) from None
+        if _lock_file_is(handle, lock_path):
+            return handle
+        handle.close()  # we locked a file its holder removed on release: take the new one
+    raise locked_error(path)
 
 
 def _lock_file_is(handle: IO[bytes], lock_path: Path) -> bool:
@@ -208,6 +235,8 @@ def _refuse_hard_links(path: Path) -> None:
 
 def _written_by_holder(path: Path, st: os.stat_result) -> bool:
     """Whether the file's last change was made by a lock holder (see the module docstring)."""
+    if writemarks.written_by_us(path, st):
+        return True
     lock_path = lock_path_of(path)
     try:
         lock_st = os.stat(lock_path)

@@ -6,8 +6,14 @@ chain; a v1 compaction's ``firstKeptEntryIndex`` (index into the whole file,
 header = 0) becomes ``firstKeptEntryId`` when that entry already has an id.
 v2 -> v3 renames the ``hookMessage`` role to ``custom``. Keys are added the
 way Pi's in-place mutation adds them (at the end of the object), so a file we
-rewrite reads like one Pi rewrote. Entries without an id in a v2/v3 file
-cannot join the tree and are dropped with a warning.
+rewrite reads like one Pi rewrote.
+
+Entries without an id in a v2/v3 file are read as Pi reads them: nothing can
+name one as its parent, so one in the middle of the file is unreachable and is
+dropped with a warning; the file's last entry is Pi's leaf whatever its id, so
+an id-less last entry is kept, under the local id ``noid-L<line>`` (never
+written; an entry appended after it names that id as its parent, which Pi reads
+as a root, as it would its own append there).
 """
 
 from __future__ import annotations
@@ -83,9 +89,17 @@ def _drop_idless(result: ReadResult) -> None:
     if "" not in (entries.ids if isinstance(entries, EntryTable) else [e.id for e in entries]):
         return  # the usual case, decided from the id column without making entries
     kept = []
-    for entry in result.entries:
+    entries = list(result.entries)
+    for entry in entries[:-1]:
         if entry.id:
             kept.append(entry)
         else:
             result.warnings.append(Warning(entry.line, "entry without an id skipped"))
-    result.entries = kept
+    last = entries[-1]
+    if not last.id:
+        last.id = f"{IDLESS_PREFIX}{last.line}"
+    result.entries = [*kept, last]
+
+
+IDLESS_PREFIX = "noid-L"
+"""The local id of an id-less last entry (see the module docstring)."""

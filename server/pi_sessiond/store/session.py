@@ -55,6 +55,7 @@ from pi_sessiond.store.guard import ChangedUnderneathError
 from pi_sessiond.store.layout import new_session_id, session_file_name
 from pi_sessiond.store.livecontext import LiveContext
 from pi_sessiond.store.migrate import CURRENT_VERSION, header_version, migrate
+from pi_sessiond.store.notsession import not_a_session_message
 from pi_sessiond.store.openindex import read_session, save
 from pi_sessiond.store.pathcheck import DEFAULT_MAX_SESSION_BYTES, check_line_count, check_session_file
 from pi_sessiond.store.projection import Projection, project_path
@@ -106,7 +107,7 @@ class Session:
             result, columns, st = read_session(path, index_dir)
             check_line_count(path, result.line_count)
             if result.header is None and result.size > 0:
-                raise NotASessionError(path)
+                raise NotASessionError(path, not_a_session_message(path))
             missing_header = result.header is None
             version = header_version(result.header)
             migrated = migrate(result) if not missing_header else False

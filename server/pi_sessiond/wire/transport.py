@@ -10,7 +10,8 @@ discarded in chunks (never held in memory) and answered ``-32008 tooLarge``
 broken frame cannot be recovered from in
 any framing (a wrong length shifts every later message), so a missing or
 non-numeric ``Content-Length``, a malformed header line or EOF inside a
-message stops the connection: logged, exit code 1 for stdio (fail fast).
+message stops the connection: answered with one ``-32700 parseError`` (``id: null``) where the
+stream still takes it, logged, exit code 1 for stdio (fail fast).
 
 The writer sends ``Content-Length: <bytes>\\r\\n\\r\\n<body>`` in one write per
 message on a non-blocking transport; the read loop awaits ``drain()`` before
@@ -68,6 +69,10 @@ class Receiver(Protocol):
 
     def too_large(self, size: int, limit: int, msg_id: Any) -> None:
         """A frame over the limit was skipped: answer ``msg_id`` with ``tooLarge``."""
+        ...
+
+    def broken_frame(self, problem: str) -> None:
+        """A frame cannot be parsed: answer it (``id: null``); the connection closes right after."""
         ...
 
 
@@ -311,7 +316,7 @@ async def serve_connection(
                         return 1
                     frame, pending_auth[0] = passed, False
                 if isinstance(frame, _Oversize):
-                    logger.warning("skipped a %d-byte message (limit %d)", frame.size, endpoint.max_message_bytes)
+                    logger.info("skipped a %d-byte message (limit %d)", frame.size, endpoint.max_message_bytes)
                     endpoint.protocol.too_large(frame.size, endpoint.max_message_bytes, frame.msg_id)
                 else:
                     endpoint.protocol.receive(frame)
@@ -319,6 +324,7 @@ async def serve_connection(
                     break
     except FramingError as exc:
         logger.error("unrecoverable framing error, closing the connection: %s", exc)
+        endpoint.protocol.broken_frame(str(exc))
         code = 1
     except IdleTimeout:
         logger.info("closed a connection idle for daemon.idleConnectionSeconds with nothing in flight")

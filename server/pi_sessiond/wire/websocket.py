@@ -71,7 +71,7 @@ async def serve_ws(
     gate: Admission | None = None,
     origins: Collection[str] = (),
 ) -> None:
-    """WebSocket listener (needs the optional ``websockets`` package, ``pygls[ws]``).
+    """WebSocket listener (needs the optional ``websockets`` package, ``pi-sessiond[ws]``).
 
     A message above the endpoint's ``max_message_bytes`` is answered ``-32008``;
     one above ``max_size`` (the listener's cap, fixed when it starts) closes that

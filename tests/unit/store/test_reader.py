@@ -120,7 +120,16 @@ def test_orphans_and_self_parented_entries_never_hang(tmp_path: Path) -> None:
 
 def test_non_object_and_id_less_lines_are_reported(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "s.jsonl", [user("a", None, "hi"), [1, 2],
-                                              {"type": "message", "message": {"role": "user"}}])
+                                              {"type": "message", "message": {"role": "user"}},
+                                              user("b", "a", "again")])
     session = Session.open(path)
     assert [w.line for w in session.warnings] == [3, 4]
-    assert [e.id for e in session.entries] == ["a"]
+    assert [e.id for e in session.entries] == ["a", "b"]
+
+
+def test_an_id_less_last_entry_is_the_leaf_as_in_pi(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "s.jsonl", [user("a", None, "hi"), {"type": "message", "parentId": "a",
+                                                                      "message": {"role": "user", "content": "x"}}])
+    session = Session.open(path)
+    assert [e.id for e in session.entries] == ["a", "noid-L3"] and session.leaf_id == "noid-L3"
+    assert [m["content"] for m in session.context().messages] == ["hi", "x"]

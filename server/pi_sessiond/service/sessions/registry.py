@@ -284,7 +284,7 @@ def check_session_id(session_id: str) -> None:
 
 
 def _unreadable(path: Path, exc: OSError) -> InvalidParams:
-    return InvalidParams(f"path: cannot open {str(path)!r}: {exc.strerror or exc}")
+    return InvalidParams(f"cannot open {path}: {exc.strerror or exc}", data={"path": str(path)})
 
 
 def check_no_nul(field: str, value: str) -> None:

@@ -1,0 +1,52 @@
+"""What this user's pi-sessiond last wrote to each session file, kept outside the session's folder.
+
+A lock holder's write is recognised at the next open (``store/guard.py``) by a
+mark: the session file's inode, size and mtime right after the write, kept in
+``<runtime dir>/written/<sha256 of the path>``. The lock file is removed when
+its holder releases it, so the session's folder holds only sessions; the mark
+outlives it. Marks are best effort: one that cannot be written or read means
+"not ours", the safe answer (the ``liveWriter`` guard may then wait).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from pathlib import Path
+
+from pi_sessiond.store.layout import runtime_dir
+
+
+def marks_dir() -> Path:
+    """``<runtime dir>/written``."""
+    return runtime_dir() / "written"
+
+
+def mark_path(path: Path) -> Path:
+    """The mark of the session file ``path`` (its absolute path hashed)."""
+    return marks_dir() / hashlib.sha256(os.fsencode(os.path.abspath(path))).hexdigest()[:32]
+
+
+def _stamp(st: os.stat_result) -> str:
+    return f"{st.st_ino} {st.st_size} {st.st_mtime_ns}\n"
+
+
+def note_written(path: Path, st: os.stat_result) -> None:
+    """Record that the file ``path`` is, as ``st`` describes it, what we wrote."""
+    with contextlib.suppress(OSError):
+        directory = marks_dir()
+        directory.parent.mkdir(mode=0o700, exist_ok=True)
+        directory.mkdir(mode=0o700, exist_ok=True)
+        target = mark_path(path)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_stamp(st))
+        os.replace(tmp, target)
+
+
+def written_by_us(path: Path, st: os.stat_result) -> bool:
+    """Whether ``st`` (the file ``path`` now) is exactly what we last wrote to it."""
+    try:
+        return mark_path(path).read_text() == _stamp(st)
+    except OSError:
+        return False
