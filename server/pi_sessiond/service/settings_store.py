@@ -31,6 +31,7 @@ from pi_sessiond.errors import InvalidParams
 from pi_sessiond.settings import DEFAULT_LAYER, Layer, Resolved, first_problem, merge, project_layer, resolve
 from pi_sessiond.settings.files import global_path, project_path, read_json_file
 from pi_sessiond.settings.trust import trust_decisions, trust_path
+from pi_sessiond.settings.window import is_contradiction
 
 log = logging.getLogger("pi_sessiond.service.settings")
 
@@ -105,6 +106,7 @@ class SettingsStore:
         self._refuse_over_wire(settings or {})
         self._initialize = dict(settings or {})
         self._changed()
+        self.resolved()  # its issues (budgets that fill contextWindow included) are logged at initialize
 
     def update(self, settings: Mapping[str, Any], session_id: str | None = None) -> None:
         """Merge a partial update into the session layer of ``session_id`` (or the initialize layer)."""
@@ -184,8 +186,8 @@ class SettingsStore:
             seen = (issue.file, issue.key, issue.message)
             if seen not in self._reported:
                 self._reported.add(seen)
-                log.warning("settings %s: %s: %s (a lower layer's value is used)", issue.file, issue.key,
-                            issue.message)
+                note = "" if is_contradiction(issue) else " (a lower layer's value is used)"
+                log.warning("settings %s: %s: %s%s", issue.file, issue.key, issue.message, note)
 
     def _stamp(self, path: Path) -> tuple[int, int] | None:
         self._read(path)

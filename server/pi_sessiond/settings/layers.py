@@ -19,7 +19,9 @@ Objects merge key by key; other values replace (``null`` included).
    value shows through — and listed as ``{file, key, message}``.
 
 ``sources`` maps every dotted leaf key of the result (an empty object is a
-leaf) to the highest layer that set it or an object above it.
+leaf) to the highest layer that set it or an object above it. Budgets no layer
+sets follow ``contextWindow`` (:mod:`.window`); budgets that fill the window are
+listed as an issue.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pi_protocol.base import JsonDict
 from pi_protocol.results import SettingsIssue
 from pi_protocol.settings import DEFAULT_SETTINGS, Settings
 from pi_sessiond.settings.check import check_layer
+from pi_sessiond.settings.window import contradictions, scale_to_window
 
 LAYERS = ("default", "global", "project", "initialize", "session")
 #: section -> the setting that, true below the project layer, lets a project file change it.
@@ -77,14 +80,20 @@ def resolve(layers: Sequence[Layer]) -> Resolved:
     merged: JsonDict = {}
     cleaned: list[tuple[str, JsonDict]] = []
     errors: list[SettingsIssue] = []
+    files: list[str] = []
     for layer in layers:
         where = layer.file or layer.name
+        files.append(where)
         data = _guarded(layer, merged, where, errors) if layer.name == "project" else layer.data
         clean, problems = check_layer(data)
         errors += [SettingsIssue(file=where, key=key, message=message) for key, message in problems]
         cleaned.append((layer.name, clean))
         merged = merge(merged, clean)
-    settings = structure(merged, Settings)
+    set_above = [clean for name, clean in cleaned if name != "default"]
+    settings = structure(scale_to_window(merged, set_above), Settings)
+    window_file = next((f for f, (_, clean) in reversed(list(zip(files, cleaned, strict=True)))
+                        if "contextWindow" in clean), "default")
+    errors += contradictions(settings, window_file)
     return Resolved(settings=settings, sources=sources_of(unstructure(settings), cleaned), errors=tuple(errors))
 
 
