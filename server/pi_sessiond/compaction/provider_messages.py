@@ -28,9 +28,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pi_protocol.base import JsonDict
 from pi_sessiond.compaction.convert import convert_to_llm
-
-JsonDict = dict[str, Any]
 
 NO_RESULT = "No result provided"
 IMAGE_OMITTED = "(image omitted)"

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pi_protocol.base import JsonDict
 from pi_protocol.results import SettingsIssue
 from pi_protocol.settings import Settings
 
-JsonDict = dict[str, Any]
 _ADVICE = "lower one of them"
 
 #: (section path, key, the share of the window that caps Pi's default)
