@@ -110,6 +110,10 @@ class CompactResult:
     ``gate`` lists the facts the fidelity gate added (empty for a hook's entry).
     ``request_shape`` is how the history request was sent (``summarizer.cacheReuse``),
     ``request_plan`` the planner's choice and estimate (absent when no summary was asked for).
+
+    ``already_fits`` (``pi/reportOverflow`` only, absent elsewhere): ``true`` when a
+    compaction that landed after the context the client sent already made it fit;
+    nothing more was done and ``entry`` is that compaction.
     """
 
     entry: RawEntry
@@ -122,6 +126,7 @@ class CompactResult:
     gate: Gate = attrs.field(factory=Gate)
     request_shape: RequestShape = "serialized"
     request_plan: RequestPlan | None = None
+    already_fits: bool | None = None
 
 
 @attrs.define(kw_only=True)

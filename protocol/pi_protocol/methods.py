@@ -171,10 +171,13 @@ METHODS: Final = (
     MethodSpec(LIST_SESSIONS, ListSessionsParams, ListSessionsResult,
                "The session files (of `cwd`, or all), newest first."),
     MethodSpec(APPEND, AppendParams, AppendResult,
-               "Append entries under the leaf (ids and timestamps assigned here); may start auto-compaction.",
+               "Append entries under the leaf (ids and timestamps assigned here); may start auto-compaction "
+               "(the result's `compaction` says so).",
                errors=("unknownSession", "locked", "conflict", "tooLarge", "writeFailed")),
     MethodSpec(GET_CONTEXT, GetContextParams, ContextResult,
-               "The LLM context of the leaf (or `leafId`), exactly as Pi's `buildSessionContext`.", errors=_READ),
+               "The LLM context of the leaf (or `leafId`), exactly as Pi's `buildSessionContext` (or as `format`'s "
+               "provider messages), its size against the window; `waitForCompaction` waits for a running one.",
+               errors=_READ),
     MethodSpec(GET_TREE, GetTreeParams, TreeResult,
                "One page of the tree's nodes, depth-first in Pi's order.", errors=_READ),
     MethodSpec(GET_ENTRIES, GetEntriesParams, EntriesResult,
@@ -214,7 +217,8 @@ METHODS: Final = (
                progress=True, errors=("unknownSession", "unknownEntry", "locked", "summarizerFailed", "conflict",
                                       "busy", "liveWriter", "writeFailed")),
     MethodSpec(REPORT_OVERFLOW, ReportOverflowParams, CompactResult,
-               "The client's provider rejected the context as too long: compact with reason `overflow`.",
+               "The client's provider rejected the context as too long: waits for a running compaction, answers "
+               "`alreadyFits` when one made the context fit, else compacts with reason `overflow` (once a turn).",
                progress=True, errors=_SUMMARIZE),
     MethodSpec(GET_SETTINGS, GetSettingsParams, SettingsResult,
                "The merged settings (of a session, or the daemon's) and each key's source.", errors=_SESSION),

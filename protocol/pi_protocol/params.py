@@ -46,6 +46,9 @@ class ListSessionsParams:
 
 @attrs.define(kw_only=True)
 class AppendParams:
+    """An entry may carry its own ``id``: re-sending entries whose ids exist with the same content answers
+    the same ids and writes nothing (a safe retry); other content under such an id is ``conflict``."""
+
     session_id: str
     entries: list[JsonDict]
     extra: JsonDict = extra_field()
@@ -53,8 +56,13 @@ class AppendParams:
 
 @attrs.define(kw_only=True)
 class GetContextParams:
+    """``format``: ``pi`` (Pi's agent messages), ``openai`` (Chat Completions) or ``anthropic`` (Messages).
+    ``wait_for_compaction``: answer once a compaction running for the session has ended."""
+
     session_id: str
     leaf_id: str | None = None
+    format: Literal["pi", "openai", "anthropic"] = "pi"
+    wait_for_compaction: bool = False
     extra: JsonDict = extra_field()
 
 

@@ -57,15 +57,38 @@ class ListSessionsResult:
 
 
 @attrs.define(kw_only=True)
+class AppendCompaction:
+    """``pi/append``'s ``compaction``: this append reached the auto-compaction threshold.
+
+    ``started``: an automatic compaction runs for it now (``job_id`` names that job:
+    one this append started, or the background draft that compacts when ready);
+    ``false`` when none may start (``compaction.autoPerTurn`` reached, the loop
+    guard, another job of the session running: ``job_id`` is then that job).
+    """
+
+    started: bool
+    reason: Literal["threshold", "overflow"] = "threshold"
+    job_id: str | None = None
+
+
+@attrs.define(kw_only=True)
 class AppendResult:
     """``estimated_context_tokens`` is Pi 1.6.0's projected estimate (usage older than an edit or compaction
-    not trusted), the ``~N`` an editor may show while ``pi/getStats`` has ``contextTokens: null``."""
+    not trusted), the ``~N`` an editor may show while ``pi/getStats`` has ``contextTokens: null``.
+
+    ``should_compact``: ``context_tokens`` is above the threshold (``contextWindow -
+    reserveTokens``), the same test as ``pi/getContext``'s ``overThreshold``; it says
+    nothing about a compaction starting (``compaction`` does). ``compaction`` is
+    ``null`` when this append did not reach the threshold by the rule in force
+    (``compaction.autoPerTurn``).
+    """
 
     ids: list[str]
     leaf_id: str | None = keep_null(default=None)
     context_tokens: int = 0
     should_compact: bool = False
     estimated_context_tokens: int = 0
+    compaction: AppendCompaction | None = keep_null(default=None)
 
 
 @attrs.define(kw_only=True)

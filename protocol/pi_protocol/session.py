@@ -21,12 +21,22 @@ class SessionWarning:
 
 @attrs.define(kw_only=True)
 class ContextResult:
-    """``pi/getContext``: messages exactly as Pi's ``buildSessionContext``."""
+    """``pi/getContext``: messages exactly as Pi's ``buildSessionContext``.
+
+    With ``format`` ``openai`` or ``anthropic`` the messages are that provider's
+    (``system`` holds Anthropic's system prompt). ``context_window`` is the window
+    in force, ``threshold`` the token count above which auto-compaction starts
+    (``contextWindow - reserveTokens``), ``over_threshold`` whether ``tokens`` is above it.
+    """
 
     messages: list[RawMessage]
     thinking_level: Any = "off"
     model: JsonDict | None = attrs.field(default=None, metadata={"keep_null": True})
     tokens: int = 0
+    context_window: int = 0
+    threshold: int = 0
+    over_threshold: bool = False
+    system: str | None = None
 
 
 @attrs.define(kw_only=True)

@@ -105,6 +105,12 @@ class CompactionSettings:
     threshold (``contextWindow - reserveTokens``), a compaction draft is made in
     the background, and committed when the threshold is reached (a value of 1
     or more never prepares early).
+    ``auto_per_turn``: automatic compactions allowed per user turn (``0``: no
+    limit); ``null`` keeps Pi's rule (one per turn, checked on an assistant
+    message's own usage) for sessions whose newest answer Pi wrote (it carries
+    Pi's ``api`` and ``usage``) and sets no limit for the others, where the
+    context's own count is checked on every append. Either way an automatic compaction that
+    failed (one that would free nothing is refused) stops them until the next user message.
     """
 
     enabled: bool = setting(True)
@@ -113,6 +119,7 @@ class CompactionSettings:
     model_overrides: dict[str, ModelOverride] = attrs.field(factory=dict)
     masking: MaskingSettings = section(MaskingSettings)
     prepare_at: float | None = setting(None, above=0)
+    auto_per_turn: int | None = setting(None, minimum=0)
 
 
 @attrs.frozen(kw_only=True)

@@ -23,7 +23,8 @@ def ok_json(*args: str) -> Any:
 
 def test_context_json_of_the_real_fixture(real_session: Path) -> None:
     result = ok_json("context", str(real_session), "--json")
-    assert list(result) == ["messages", "thinkingLevel", "model", "tokens"]
+    assert list(result) == ["messages", "thinkingLevel", "model", "tokens", "contextWindow", "threshold",
+                            "overThreshold"]
     assert len(result["messages"]) == 446
     assert result["tokens"] == 180820  # last valid usage 168018 + 12802 trailing estimate
     assert result["model"] == {"provider": "anthropic", "modelId": "claude-opus-4-5"}

@@ -101,10 +101,12 @@ async def test_append_result_and_every_entry_is_on_disk_before_the_reply(daemons
                 "entries": [user_msg(f"question {n}"), assistant_msg(f"answer {n}", input_tokens=1000 + n)],
             },
         )
-        assert set(result) == {"ids", "leafId", "contextTokens", "shouldCompact", "estimatedContextTokens"}
+        assert set(result) == {"ids", "leafId", "contextTokens", "shouldCompact", "estimatedContextTokens",
+                               "compaction"}
         assert len(result["ids"]) == 2 and result["leafId"] == result["ids"][-1]
         assert result["contextTokens"] == 1005 + n  # the usage of the last assistant message
         assert result["estimatedContextTokens"] == 1005 + n  # the usage is fresh: the same estimate
+        assert result["compaction"] is None
         assert result["shouldCompact"] is False
         lines = read_lines(path)  # read at once: the entries are already there
         assert [e["id"] for e in lines[-2:]] == result["ids"]
@@ -198,7 +200,8 @@ async def test_get_context_equals_the_cli(daemons: Daemons, tmp_path: Path, real
     client = await daemons.start()
     sid = (await open_path(client, path))["sessionId"]
     context = await call(client, "pi/getContext", {"sessionId": sid})
-    assert set(context) == {"messages", "thinkingLevel", "model", "tokens"}
+    assert set(context) == {"messages", "thinkingLevel", "model", "tokens", "contextWindow", "threshold",
+                            "overThreshold"}
     expected = cli_json("context", str(path), "--json")
     assert context["messages"] == expected["messages"]
     assert context == expected

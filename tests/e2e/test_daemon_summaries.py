@@ -38,6 +38,8 @@ from tests.e2e.daemon_client import (
 )
 from tests.loopback_provider import Fault, LoopbackProvider
 
+from pi_sessiond.service.compacting.request import OVERFLOW_RETRIED
+
 SMALL_KEEP = {"compaction": {"keepRecentTokens": 2000}}
 TINY_RETRY = {"retry": {"baseDelayMs": 1}}  # Pi's 2000 ms base would make failure tests slow
 # ``$/progress`` on a client-chosen ``workDoneToken`` is legal LSP, but pytest-lsp warns
@@ -704,33 +706,33 @@ async def test_auto_compaction_is_cancelled_with_its_progress_bar(daemons: Daemo
     assert progress_kinds(client, token)[-1] == "End"
 
 
-async def test_report_overflow_compacts_with_will_retry(daemons: Daemons, tmp_path: Path) -> None:
+async def test_fix_report_overflow_compacts_with_will_retry_and_a_refusal_sends_no_lone_end(
+    daemons: Daemons, tmp_path: Path
+) -> None:
     path = session_file(tmp_path)
     client = await daemons.start(SMALL_KEEP)
     sid = await open_path(client, path)
     result = await call(client, "pi/reportOverflow", {"sessionId": sid, "workDoneToken": "ov"})
     assert list(result) == ["entry", "tokensBefore", "tokensAfter", "estimatedTokensAfter", "usage", "outcome",
-                            "masked", "gate", "requestShape"]
+                            "masked", "gate", "requestShape", "alreadyFits"]
+    assert result["alreadyFits"] is False
     started = await wait_event(client, "pi/compactionStarted")
     assert started == {"sessionId": sid, "reason": "overflow", "willRetry": True}
     ended = await wait_event(client, "pi/compactionEnded")
     assert ended["willRetry"] is True and ended["entry"] == result["entry"] and ended["reason"] == "overflow"
-    assert ended["result"] == result  # the auto-compaction result carries the same fields
+    assert ended["result"] == {k: v for k, v in result.items() if k != "alreadyFits"}  # the same fields
     assert events(client, "pi/compactionFailed") == []
     assert (await wait_event(client, "pi/compacted"))["reason"] == "overflow"
     assert read_lines(path)[-1] == result["entry"]
     assert progress_kinds(client, "ov")[-1] == "End"
-    # a second overflow in the same turn: recovery already attempted
+    # a second overflow in the same turn: recovery already attempted; refused before it started, so no
+    # lone compactionEnded (Pi sends one): started and ended always come in pairs
     error = await rpc_error(call(client, "pi/reportOverflow", {"sessionId": sid}))
     assert error.code == -32004
-    failed = await settle(
-        lambda: [e for e in events(client, "pi/compactionEnded") if e.get("error")],
-        what="compactionEnded with an error",
-    )
-    assert failed[0]["willRetry"] is False
     refused = await wait_event(client, "pi/compactionFailed")
-    assert refused == {"sessionId": sid, "reason": "overflow", "errorMessage": failed[0]["error"], "aborted": False,
+    assert refused == {"sessionId": sid, "reason": "overflow", "errorMessage": OVERFLOW_RETRIED, "aborted": False,
                        "willRetry": False, "errorReason": "nothingToCompact"}
+    assert len(events(client, "pi/compactionStarted")) == len(events(client, "pi/compactionEnded")) == 1
 
 
 # ------------------------------------------------------------------ robustness

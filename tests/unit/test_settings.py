@@ -23,7 +23,7 @@ from .service.fakes import make_daemon
 PROTOCOL_DEFAULTS = {
     "compaction": {"enabled": True, "reserveTokens": 16384, "keepRecentTokens": 20000, "modelOverrides": {},
                    "masking": {"enabled": False, "tools": ["read", "bash", "grep", "find", "ls"], "minTokens": 500,
-                               "olderThanTokens": 40000}, "prepareAt": None},
+                               "olderThanTokens": 40000}, "prepareAt": None, "autoPerTurn": None},
     "branchSummary": {"reserveTokens": 16384},
     "contextWindow": None,
     "models": {},

@@ -245,6 +245,10 @@ export interface ContextResult {
   thinkingLevel?: unknown;
   model?: Record<string, unknown> | null;
   tokens?: number;
+  contextWindow?: number;
+  threshold?: number;
+  overThreshold?: boolean;
+  system?: string | null;
 }
 
 export interface TreeDump {
@@ -309,6 +313,7 @@ export interface CompactResult {
   gate?: Gate;
   requestShape: "serialized" | "replay";
   requestPlan?: RequestPlan | null;
+  alreadyFits?: boolean | null;
 }
 
 export interface NavigateResult {
@@ -350,6 +355,8 @@ export interface AppendParams {
 export interface GetContextParams {
   sessionId: string;
   leafId?: string | null;
+  format: "pi" | "openai" | "anthropic";
+  waitForCompaction?: boolean;
   [key: string]: unknown;
 }
 
@@ -499,12 +506,19 @@ export interface ListSessionsResult {
   sessions?: SessionSummary[];
 }
 
+export interface AppendCompaction {
+  started: boolean;
+  reason: "threshold" | "overflow";
+  jobId?: string | null;
+}
+
 export interface AppendResult {
   ids: string[];
   leafId?: string | null;
   contextTokens?: number;
   shouldCompact?: boolean;
   estimatedContextTokens?: number;
+  compaction?: AppendCompaction | null;
 }
 
 export interface TreeNode {
@@ -767,6 +781,7 @@ export interface CompactionSettings {
   modelOverrides?: Record<string, ModelOverride>;
   masking?: MaskingSettings;
   prepareAt?: number | null;
+  autoPerTurn?: number | null;
 }
 
 export interface BranchSummarySettings {

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcException
 
 from pi_protocol import StructureError, structure, unstructure
-from pi_protocol.methods import METHODS, OPEN_SESSION, MethodSpec
+from pi_protocol.methods import GET_CONTEXT, METHODS, OPEN_SESSION, MethodSpec
 from pi_sessiond.rpc.errors import invalid_params, to_rpc_error
 from pi_sessiond.rpc.offload import (
     EARLY,
@@ -86,7 +86,27 @@ def register_table(server: PiServer, daemon: Callable[[], Any], handlers: Callab
         fn = _row(spec, lambda *args, name=spec.name: bound(name)(daemon(), *args), gates, known)
         if spec.name not in EARLY:
             fn = after_load(fn, pending)
+        if spec.name == GET_CONTEXT:
+            fn = _after_compaction(fn, daemon)
         register_method(server, spec.name, spec.params, fn, progress=spec.progress)
+
+
+def _after_compaction(fn: Service, daemon: Callable[[], Any]) -> Service:
+    """``pi/getContext`` with ``waitForCompaction``: the wait first, outside the session's gate (appends go on)."""
+
+    def call(*args: Any) -> Any:
+        if not getattr(args[0], "wait_for_compaction", False):
+            return fn(*args)
+        return _then(daemon().compaction_settled(args[0]), lambda: fn(*args))
+
+    call.__name__, call.__doc__ = fn.__name__, fn.__doc__
+    return call
+
+
+async def _then(first: Awaitable[Any], call: Callable[[], Any]) -> Any:
+    await first
+    result = call()
+    return await result if inspect.isawaitable(result) else result
 
 
 def _row(spec: MethodSpec, fn: Service, gates: SessionGates, known: Callable[[str], bool]) -> Service:

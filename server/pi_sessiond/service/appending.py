@@ -7,11 +7,17 @@ Contracts:
   ``parentId`` and ``timestamp`` are assigned by the store.
 - An entry whose JSON is above ``daemon.maxMessageBytes`` is :class:`TooLarge`;
   nothing of the request is written then.
+- An entry may carry its own ``id``: a retried request is answered without
+  writing, other content under an existing id is ``conflict``
+  (``service.idempotency``).
 - Durability: ``daemon.fsync`` ``always`` fsyncs every append, ``never`` not.
-- The auto-compaction check mirrors Pi's ``_checkCompaction`` threshold
-  branch (not its overflow branch) for the last assistant message of the append; the
-  loop guard allows one automatic compaction per turn (a user message starts
-  a turn), and none beside a running job. Below the threshold,
+- The auto-compaction check (``service.autocompacting``) mirrors Pi's
+  ``_checkCompaction`` threshold branch (not its overflow branch) for the last
+  assistant message of the append where Pi's rule applies, else the context's
+  own count decides on every append; ``compaction.autoPerTurn`` and the loop
+  guard say how many run per turn (a user message starts a turn), and none
+  runs beside a running job. The result's ``compaction`` says whether one
+  started. Below the threshold,
   ``compaction.prepareAt`` may start a background draft (``service.compacting.preparing``);
   a threshold crossed while it runs is compacted by it once it is ready.
 """
@@ -24,11 +30,12 @@ from typing import Any, Protocol
 from pi_protocol import ENTRY_TYPES, StructureError, methods, structure, unstructure
 from pi_protocol.base import JsonDict
 from pi_protocol.params import AppendParams
-from pi_protocol.results import AppendResult, SessionChanged
+from pi_protocol.results import AppendCompaction, AppendResult, SessionChanged
 from pi_sessiond.compaction.tokens import assistant_usage, calculate_context_tokens, should_compact
 from pi_sessiond.errors import InvalidParams, TooLarge
 from pi_sessiond.estimators import context_tokens
 from pi_sessiond.jsonio.jsontext import dumps
+from pi_sessiond.service import autocompacting, idempotency
 from pi_sessiond.service.interface import Notify
 from pi_sessiond.service.models import context_window
 from pi_sessiond.service.sessions.registry import OpenSession
@@ -40,8 +47,9 @@ from pi_sessiond.store.entry import Entry
 class Growth(Protocol):
     """What an append sets off (``service.compacting.preparing.Preparing``)."""
 
-    def after_append(self, scope: Scope, due: bool, tokens: int) -> None:
-        """``due``: Pi's threshold was reached; ``tokens``: the leaf's context size now."""
+    def after_append(self, scope: Scope, due: bool, tokens: int, limit: int = 1) -> AppendCompaction | None:
+        """``due``: the threshold was reached by the rule in force; ``tokens``: the leaf's context size now;
+        ``limit``: automatic compactions allowed per turn (``0``: no limit). Whether one started for it."""
         ...
 
 
@@ -50,22 +58,47 @@ async def append(scope: Scope, params: AppendParams, notify: Notify, growth: Gro
     settings = scope.settings
     rows = validate_entries(params.entries, settings.daemon.max_message_bytes)
     session = scope.durable()
-    written = session.append(rows)
+    ids = idempotency.own_ids(rows)
+    with session.lock:  # the retry check and the write see the same tree
+        again = idempotency.retried(session, rows, ids)
+        written = again if again is not None else session.append(rows, complete=idempotency.completer(ids))
+    if again is not None:
+        return _result(scope, again)
     _track_turn(scope.opened, written)
+    autocompacting.track_turn(scope.opened, written)
     context = session.context()
     tokens = leaf_context_tokens(session, context.messages, settings.tokenizer)
     window = context_window(settings, context.model)
     notify(methods.SESSION_CHANGED, SessionChanged(session_id=scope.key, leaf_id=session.leaf_id, reason="append"))
-    due = (settings.compaction.enabled and threshold_reached(scope, written, window)
+    due = (settings.compaction.enabled and _reached(scope, written, tokens, window)
            and not _held_back(scope.opened, tokens))
-    growth.after_append(scope, due, tokens)
+    started = growth.after_append(scope, due, tokens, autocompacting.limit_for(session, settings.compaction))
+    return _result(scope, written, tokens, window, started)
+
+
+def _result(scope: Scope, written: Sequence[Entry], tokens: int | None = None, window: int | None = None,
+            started: AppendCompaction | None = None) -> AppendResult:
+    """The answer (for a retried append: the same ids, nothing written, no compaction started)."""
+    session, settings = scope.session, scope.settings
+    if tokens is None or window is None:
+        context = session.context()
+        tokens = leaf_context_tokens(session, context.messages, settings.tokenizer)
+        window = context_window(settings, context.model)
     return AppendResult(
         ids=[e.id for e in written],
         leaf_id=session.leaf_id,
         context_tokens=tokens,
-        should_compact=should_compact(tokens, window, settings.compaction),
+        should_compact=should_compact(tokens, window, scope.compaction),
         estimated_context_tokens=projected_context_tokens(session, settings.tokenizer, usage_based=tokens),
+        compaction=started,
     )
+
+
+def _reached(scope: Scope, written: Sequence[Entry], tokens: int, window: int) -> bool:
+    """The threshold by the rule in force for the session (``service.autocompacting``)."""
+    if autocompacting.pi_rule(scope.session, scope.settings.compaction):
+        return threshold_reached(scope, written, window)
+    return autocompacting.count_reached(written, tokens, window, scope.compaction)
 
 
 def validate_entries(entries: Sequence[Any], max_bytes: int) -> list[JsonDict]:

@@ -69,8 +69,8 @@ from pi_protocol.results import (
     TreeResult,
     UndoResult,
 )
-from pi_sessiond.errors import InvalidParams
-from pi_sessiond.service import appending, masking, reads, undo, views
+from pi_sessiond.errors import InvalidParams, NothingToCompact
+from pi_sessiond.service import appending, masking, overflowing, reads, undo, views
 from pi_sessiond.service.compacting import request
 from pi_sessiond.service.compacting.drafts import Drafts
 from pi_sessiond.service.compacting.forwarding import Forwarding
@@ -329,10 +329,22 @@ class Daemon:
         return request.preview(self._scope(params.session_id), params.custom_instructions, self.summarizers)
 
     async def report_overflow(self, params: ReportOverflowParams, progress: ProgressFactory) -> CompactResult:
-        """``pi/reportOverflow``: compaction with reason ``overflow`` and ``willRetry: true``."""
+        """``pi/reportOverflow`` (``service.overflowing``): waits for a running compaction, answers
+        ``alreadyFits`` when one made the context fit, else compacts with reason ``overflow``."""
         scope = self._scope(params.session_id)
+        if not scope.settings.compaction.enabled:
+            raise NothingToCompact("auto-compaction is disabled (compaction.enabled is false)")
+        await self.jobs.settled(scope.key)
         await self.drafts.settle(scope, None)  # a background draft may do it
-        return await self.compactions.overflow(scope, params, progress)
+        fitted = overflowing.already_fits(scope)
+        if fitted is not None:
+            return fitted
+        return overflowing.answered(scope, await self.compactions.overflow(scope, params, progress))
+
+    async def compaction_settled(self, params: GetContextParams) -> None:
+        """Before ``pi/getContext`` with ``waitForCompaction``: the session's running compaction has ended."""
+        if params.wait_for_compaction and params.session_id in self.registry:
+            await self.jobs.settled(params.session_id)
 
     async def navigate_tree(self, params: NavigateTreeParams, progress: ProgressFactory) -> NavigateResult:
         """``pi/navigateTree``."""

@@ -21,6 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -33,6 +34,7 @@ from pi_sessiond.errors import Busy
 T = TypeVar("T")
 JobKind = Literal["compaction", "branchSummary"]
 log = logging.getLogger("pi_sessiond.service.jobs")
+_IDS = itertools.count(1)
 
 
 @attrs.define(eq=False)
@@ -46,6 +48,7 @@ class Job:
     task: asyncio.Task[object] = attrs.field(repr=False)
     background: bool = False
     yields: bool = False
+    id: str = attrs.field(factory=lambda: f"job-{next(_IDS)}")
 
     @property
     def state(self) -> str:
@@ -143,6 +146,12 @@ class JobManager:
             exc = job.task.exception()
             if exc is not None:
                 log.error("background %s of %s failed", job.kind, job.session_id, exc_info=exc)
+
+    async def settled(self, session_id: str) -> None:
+        """Return once no compaction job of ``session_id`` runs (a yielding background draft is not waited
+        for); cancelling the caller stops only the wait, never the job."""
+        while (job := self._jobs.get(session_id)) is not None and not job.yields and job.kind == "compaction":
+            await asyncio.wait([job.task])  # never raises the job's error
 
     async def cancel(self, session_id: str) -> None:
         """Cancel the job of ``session_id`` (if any) and wait for it to clean up."""

@@ -8,14 +8,22 @@ tail-first is answered from the tail when the tail holds the leaf's context.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pi_protocol import ContextResult
+from pi_protocol.base import JsonDict
 from pi_protocol.params import EstimateTokensParams, GetContextParams, GetEntriesParams, GetTreeParams
 from pi_protocol.results import EntriesResult, EstimateTokensResult, StatsResult, TreeResult
+from pi_sessiond.compaction.provider_messages import to_anthropic, to_openai
 from pi_sessiond.errors import InvalidParams
 from pi_sessiond.service import stats, views
+from pi_sessiond.service.models import context_window
 from pi_sessiond.service.sessions.scope import Scope, require_entry
+from pi_sessiond.settings import compaction_for
 from pi_sessiond.store.context import SessionContext
 from pi_sessiond.store.session import Session
+
+ContextFormat = Literal["pi", "openai", "anthropic"]
 
 
 def early_context(scope: Scope, params: GetContextParams) -> ContextResult | None:
@@ -24,7 +32,7 @@ def early_context(scope: Scope, params: GetContextParams) -> ContextResult | Non
     early = reading.early_context(params.leaf_id) if reading is not None else None
     if reading is None or early is None:
         return None
-    return context_result(scope, reading.provisional, early, None)
+    return context_result(scope, reading.provisional, early, None, params.format)
 
 
 def context(scope: Scope, params: GetContextParams) -> ContextResult:
@@ -34,14 +42,26 @@ def context(scope: Scope, params: GetContextParams) -> ContextResult:
         if params.leaf_id is not None:
             require_entry(session, params.leaf_id, "leafId")
         built = session.context() if params.leaf_id is None else session.context(params.leaf_id)
-        return context_result(scope, session, built, params.leaf_id)
+        return context_result(scope, session, built, params.leaf_id, params.format)
 
 
-def context_result(scope: Scope, session: Session, built: SessionContext, leaf_id: str | None) -> ContextResult:
-    """The wire result of a built context, with its size as ``pi/append`` counts it."""
-    tokens = stats.leaf_context_tokens(session, built.messages, scope.settings.tokenizer, leaf_id)
-    return ContextResult(messages=list(built.messages), thinking_level=built.thinking_level, model=built.model,
-                         tokens=tokens)
+def context_result(scope: Scope, session: Session, built: SessionContext, leaf_id: str | None,
+                   fmt: ContextFormat = "pi") -> ContextResult:
+    """The wire result of a built context in the format asked for, with its size as ``pi/append`` counts it,
+    the window, the threshold (``contextWindow - reserveTokens`` for the leaf's model: never waits for a
+    tail-first open's whole file) and whether the size is above it (``pi/append``'s ``shouldCompact``)."""
+    settings = scope.settings
+    tokens = stats.leaf_context_tokens(session, built.messages, settings.tokenizer, leaf_id)
+    window = context_window(settings, built.model)
+    threshold = window - compaction_for(settings.compaction, built.model).reserve_tokens
+    messages: list[JsonDict] = list(built.messages)
+    system = None
+    if fmt == "openai":
+        messages = to_openai(messages)
+    elif fmt == "anthropic":
+        system, messages = to_anthropic(messages)
+    return ContextResult(messages=messages, thinking_level=built.thinking_level, model=built.model, tokens=tokens,
+                         context_window=window, threshold=threshold, over_threshold=tokens > threshold, system=system)
 
 
 def tree(scope: Scope, params: GetTreeParams) -> TreeResult:

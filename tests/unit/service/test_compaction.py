@@ -25,6 +25,9 @@ from pi_sessiond.summarizers.offline import OfflineSummarizer
 
 from .fakes import HANG, Counting, Gate, Hooks, Progress, assistant, make_daemon, open_file, session_file, user
 
+# A 20k window with Pi's own reserve (an unset reserve would follow the window).
+PI_WINDOW_20K = {"contextWindow": 20000, "compaction": {"reserveTokens": 16384}}
+
 
 def lines(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
@@ -131,7 +134,7 @@ async def test_cancelling_the_request_cancels_the_job_and_writes_nothing(tmp_pat
 
 def threshold_daemon(tmp_path: Path, **kwargs: object) -> tuple[object, object, str, Path]:
     daemon, events = make_daemon(tmp_path, **kwargs)  # type: ignore[arg-type]
-    daemon.update_settings(UpdateSettingsParams(settings={"contextWindow": 20000}))
+    daemon.update_settings(UpdateSettingsParams(settings=PI_WINDOW_20K))
     path = session_file(tmp_path)
     return daemon, events, open_file(daemon, path), path
 
@@ -139,7 +142,7 @@ def threshold_daemon(tmp_path: Path, **kwargs: object) -> tuple[object, object, 
 async def test_auto_compaction_on_threshold_with_notifications_in_order_and_a_loop_guard(tmp_path: Path) -> None:
     summarizer = Counting()
     daemon, events = make_daemon(tmp_path, summarizer=summarizer)
-    daemon.update_settings(UpdateSettingsParams(settings={"contextWindow": 20000}))
+    daemon.update_settings(UpdateSettingsParams(settings=PI_WINDOW_20K))
     sid = open_file(daemon, session_file(tmp_path))
     result = await daemon.append(AppendParams(session_id=sid, entries=[user("go on")]))
     assert result.should_compact is True and daemon.jobs.get(sid) is None  # no assistant yet: no check
@@ -167,7 +170,7 @@ async def test_auto_compaction_on_threshold_with_notifications_in_order_and_a_lo
 
 async def test_no_auto_compaction_when_disabled_aborted_or_below(tmp_path: Path) -> None:
     daemon, events = make_daemon(tmp_path)
-    daemon.update_settings(UpdateSettingsParams(settings={"contextWindow": 20000}))
+    daemon.update_settings(UpdateSettingsParams(settings=PI_WINDOW_20K))
     sid = open_file(daemon, session_file(tmp_path))
     await daemon.append(AppendParams(session_id=sid, entries=[assistant("x", total=19000, stop="aborted")]))
     await daemon.append(AppendParams(session_id=sid, entries=[assistant("x", total=100)]))
@@ -179,7 +182,7 @@ async def test_no_auto_compaction_when_disabled_aborted_or_below(tmp_path: Path)
 
 async def test_failed_auto_compaction_reports_an_error(tmp_path: Path) -> None:
     daemon, events = make_daemon(tmp_path, hooks=Hooks(beforeCompact={"cancel": True}))
-    daemon.update_settings(UpdateSettingsParams(settings={"contextWindow": 20000}))
+    daemon.update_settings(UpdateSettingsParams(settings=PI_WINDOW_20K))
     sid = open_file(daemon, session_file(tmp_path))
     await daemon.append(AppendParams(session_id=sid, entries=[assistant("x", total=19000)]))
     job = daemon.jobs.get(sid)
@@ -189,7 +192,7 @@ async def test_failed_auto_compaction_reports_an_error(tmp_path: Path) -> None:
     assert ended["error"].startswith("Auto-compaction failed: ") and "entry" not in ended
 
 
-async def test_report_overflow(tmp_path: Path) -> None:
+async def test_fix_report_overflow_twice_is_refused_without_a_lone_compaction_ended(tmp_path: Path) -> None:
     daemon, events = make_daemon(tmp_path)
     path = session_file(tmp_path)
     sid = open_file(daemon, path)
@@ -203,7 +206,9 @@ async def test_report_overflow(tmp_path: Path) -> None:
     await daemon.append(AppendParams(session_id=sid, entries=[assistant("", total=0, stop="error")]))
     with pytest.raises(NothingToCompact, match="after one compact-and-retry"):
         await daemon.report_overflow(ReportOverflowParams(session_id=sid), Progress())
-    assert events.of(methods.COMPACTION_ENDED)[-1]["error"].startswith("Context overflow recovery failed")
+    # Pi sends a lone end here; started and ended come in pairs: the refusal is compactionFailed alone.
+    assert len(events.of(methods.COMPACTION_ENDED)) == len(events.of(methods.COMPACTION_STARTED)) == 1
+    assert events.of(methods.COMPACTION_FAILED)[-1]["errorMessage"].startswith("Context overflow recovery failed")
 
 
 async def test_report_overflow_honours_compaction_enabled(tmp_path: Path) -> None:

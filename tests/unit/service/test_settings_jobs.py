@@ -66,7 +66,8 @@ def test_layers_precedence_and_sources(tmp_path: Path, isolated_agent_dir: Path,
     store.update({"compaction": {"enabled": False}}, session_id="s1")
     settings, sources = resolved(store, "s1", str(cwd))
     assert {k: v for k, v in settings["compaction"].items() if k != "masking"} == {
-        "enabled": False, "reserveTokens": 4000, "keepRecentTokens": 3000, "modelOverrides": {}, "prepareAt": None}
+        "enabled": False, "reserveTokens": 4000, "keepRecentTokens": 3000, "modelOverrides": {}, "prepareAt": None,
+        "autoPerTurn": None}
     assert sources["compaction.enabled"] == "session"
     assert sources["compaction.reserveTokens"] == "initialize"
     assert sources["compaction.keepRecentTokens"] == "project"

@@ -21,6 +21,7 @@ import logging
 
 import attrs
 
+from pi_protocol.results import AppendCompaction
 from pi_sessiond.errors import PiError
 from pi_sessiond.service.compacting import prepared
 from pi_sessiond.service.compacting.drafts import Drafts, context_size
@@ -46,13 +47,21 @@ class Preparing:
     compactions: Compactions
     background_progress: ProgressFactory | None = None
 
-    def after_append(self, scope: Scope, due: bool, tokens: int) -> None:
-        """``due``: the threshold was reached (compact now, or when the running background draft is ready);
-        else maybe start a background draft for the context of ``tokens``."""
+    def after_append(self, scope: Scope, due: bool, tokens: int, limit: int = 1) -> AppendCompaction | None:
+        """``due``: the threshold was reached (compact now, at most ``limit`` per turn, or when the running
+        background draft is ready); else maybe start a background draft for the context of ``tokens``.
+        What the append result's ``compaction`` says (``None`` when not ``due``)."""
         if not due:
             self.after_growth(scope, tokens)
-        elif not self._threshold_crossed(scope):
-            self.compactions.start_threshold(scope)
+            return None
+        if self._threshold_crossed(scope):  # the background draft compacts once it is ready
+            draft = self.jobs.get(scope.key)
+            return AppendCompaction(started=scope.opened.threshold_waiting, job_id=draft.id if draft else None)
+        job = self.compactions.start_threshold(scope, limit)
+        if job is not None:
+            return AppendCompaction(started=True, job_id=job.id)
+        running = self.jobs.get(scope.key)
+        return AppendCompaction(started=False, job_id=running.id if running is not None else None)
 
     def after_growth(self, scope: Scope, tokens: int | None = None) -> None:
         """Start the session's background draft when the context (``tokens``, measured when ``None``) passed

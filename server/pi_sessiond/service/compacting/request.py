@@ -39,7 +39,7 @@ from pi_sessiond.service import hooks, masking
 from pi_sessiond.service.compacting import prepared
 from pi_sessiond.service.compacting.drafts import Drafts
 from pi_sessiond.service.interface import HookClient, Notify, ProgressFactory
-from pi_sessiond.service.jobs import JobManager
+from pi_sessiond.service.jobs import Job, JobManager
 from pi_sessiond.service.progress import Report, describe, failure, gate_of, ignore, with_progress
 from pi_sessiond.service.sessions.livewriter import check_live_writer
 from pi_sessiond.service.sessions.scope import Scope
@@ -84,9 +84,7 @@ class Compactions:
         if not scope.settings.compaction.enabled:
             raise NothingToCompact("auto-compaction is disabled (compaction.enabled is false)")
         self.jobs.check(scope.key)
-        if opened.overflow_attempted:
-            end = CompactionEnded(session_id=scope.key, reason="overflow", will_retry=False, error=OVERFLOW_RETRIED)
-            self.notify(methods.COMPACTION_ENDED, end)
+        if opened.overflow_attempted:  # refused before it started: no started/ended pair, one compactionFailed
             refused = NothingToCompact(OVERFLOW_RETRIED)
             self.notify(methods.COMPACTION_FAILED, failure(scope.key, "overflow", refused, message=OVERFLOW_RETRIED))
             raise refused
@@ -100,12 +98,15 @@ class Compactions:
 
         return await self.jobs.run(scope.key, "compaction", "overflow", work)
 
-    def start_threshold(self, scope: Scope) -> None:
-        """Start a background auto-compaction (reason ``threshold``), once per turn, never beside a job."""
+    def start_threshold(self, scope: Scope, limit: int = 1) -> Job | None:
+        """Start a background auto-compaction (reason ``threshold``): at most ``limit`` per turn (``0``: no
+        limit), never beside a job, none after one that failed this turn (the loop guard: a summary that
+        would free too little is refused as ``notShrinking``, so one that frees nothing fails)."""
         opened = scope.opened
-        if opened.turn_compacted or self.jobs.get(scope.key) is not None:
-            return
+        if opened.auto_stalled or (limit and opened.auto_count >= limit) or self.jobs.get(scope.key) is not None:
+            return None
         opened.turn_compacted = True
+        opened.auto_count += 1
         bar = self.background_progress
 
         async def work() -> None:
@@ -115,14 +116,20 @@ class Compactions:
                 else:
                     await with_progress(bar, "Compacting session (auto)", None,
                                         lambda report: self.automatic(scope, "threshold", report))
+            except asyncio.CancelledError:
+                opened.auto_stalled = True  # cancelled by the client: not restarted in this turn
+                raise
             except PiError as exc:
+                opened.auto_stalled = True  # another would fail the same way: not before the next user message
                 log.info("auto-compaction of %s did not complete: %s", scope.key, exc.message)
 
         try:
-            self.jobs.start(scope.key, "compaction", "threshold", work, background=True)
-        except PiError as exc:  # the global limit: try again next turn
+            return self.jobs.start(scope.key, "compaction", "threshold", work, background=True)
+        except PiError as exc:  # the global limit: try again at the next append
             opened.turn_compacted = False
+            opened.auto_count -= 1
             log.info("auto-compaction of %s not started: %s", scope.key, exc.message)
+            return None
 
     async def automatic(self, scope: Scope, reason: Reason, report: Report) -> CompactResult:
         """An automatic compaction framed by ``pi/compactionStarted`` / ``pi/compactionEnded``."""
