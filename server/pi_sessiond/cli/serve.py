@@ -3,7 +3,8 @@
 stdio is the default: one client, the process exit code is the LSP one (0
 after ``shutdown`` + ``exit`` or at EOF, 1 for ``exit`` without ``shutdown``
 or a broken frame). ``--tcp``/``--ws``/``--unix`` serve any number of clients, each with
-its own server and Daemon, until interrupted; the listening address is printed
+its own server and Daemon (on ``--unix`` the connections share the open sessions,
+:mod:`pi_sessiond.rpc.sharing`), until interrupted; the listening address is printed
 to stderr as ``pi-sessiond: listening on tcp://HOST:PORT`` (port 0 picks a
 free one; a WebSocket URL carries the secret as ``?token=``).
 
@@ -179,7 +180,10 @@ async def _listen(args: argparse.Namespace, files: contextlib.ExitStack) -> None
     if args.unix is not None:
         path = auth.prepare_socket_path(Path(args.unix) if args.unix else auth.default_socket_path())
         ready = functools.partial(print, "pi-sessiond: listening on unix:", sep="", file=sys.stderr, flush=True)
-        await listeners.serve_unix(str(path), make_server, ready, _gate(None, same_user_only=True))
+        from pi_sessiond.rpc.sharing import SharedSessions
+
+        shared = functools.partial(make_server, daemon_factory=SharedSessions().daemon_factory)
+        await listeners.serve_unix(str(path), shared, ready, _gate(None, same_user_only=True))
         return
     secret = auth.new_secret()
     if args.tcp is not None:

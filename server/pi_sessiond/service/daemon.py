@@ -106,19 +106,24 @@ class Daemon:
         summarizer_factory: SummarizerFactory = make_summarizer,
         progress: ProgressFactory | None = None,
         network_client: bool = False,
+        registry: Registry | None = None,
+        jobs: JobManager | None = None,
     ) -> None:
         """``progress`` makes the bars of background auto-compactions (none when ``None``).
 
         ``network_client``: the client is on TCP or WebSocket (see :class:`SettingsStore`).
+        ``registry`` and ``jobs``: the open sessions and jobs shared with the daemon's other
+        connections (``rpc.sharing``); by default its own.
         """
         self.settings = settings = SettingsStore(network_client=network_client)
-        self.registry = Registry(
+        self.registry = registry if registry is not None else Registry(
             sessions_dir,
             lambda: settings.settings().daemon.max_session_bytes,
             lambda: settings.settings().daemon.open_index,
             lambda: settings.settings().daemon.tail_open_bytes,
         )
-        self.jobs = JobManager(lambda: settings.settings().daemon.max_concurrent_summaries)
+        self.jobs = jobs if jobs is not None else JobManager(
+            lambda: settings.settings().daemon.max_concurrent_summaries)
         self.notify = notifier(events)
         self.summarizers = summarizers = Summarizers(summarizer_factory)
         self.drafts = Drafts(self.notify, self.jobs, summarizers)

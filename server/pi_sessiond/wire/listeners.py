@@ -82,6 +82,11 @@ def _on_connection(make_endpoint: Callable[[], Endpoint], gate: Admission | None
         try:
             code = await serve_connection(make_endpoint(), reader, StreamSink(writer), gate)
             logger.info("client %s done (exit code %d)", peer, code)
+        except asyncio.CancelledError:
+            # The listener is stopping (SIGTERM, shutdown): this is the connection task's outermost frame
+            # and nothing awaits it; ending it cancelled would make Python 3.11's stream callback log a
+            # traceback per connected client.
+            logger.info("client %s closed: the daemon is stopping", peer)
         except Exception:
             logger.exception("connection %s failed", peer)
         finally:
