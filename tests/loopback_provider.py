@@ -28,6 +28,9 @@ Contracts:
   Anthropic's ``cache_control`` breakpoints. A request without
   ``cache_control`` or below 1024 tokens reads and writes nothing. Every
   answered request records the usage it reported (:attr:`RecordedRequest.usage`).
+* ``windows`` maps a model name to its context window: a request to that model
+  whose prompt counts more tokens is answered with the ``context_length`` error
+  (in place of the scripted fault, which stays queued).
 """
 
 from __future__ import annotations
@@ -139,6 +142,11 @@ class RecordedRequest:
 def count_tokens(text: str) -> int:
     """The loopback's token count: one token per 4 characters, rounded up."""
     return math.ceil(len(text) / 4)
+
+
+def prompt_tokens(body: Any) -> int:
+    """The loopback's count of a request's prompt: every string of its ``system`` and ``messages``."""
+    return count_tokens("".join(_strings(body.get("system"))) + "".join(_strings(body.get("messages"))))
 
 
 def quote(text: str) -> str:
@@ -583,6 +591,7 @@ class LoopbackProvider:
         self._tasks: set[asyncio.Task[None]] = set()
         self.cache = PromptCache()
         """Both APIs' prompt caches; ``cache.advance(seconds)`` moves their clock."""
+        self.windows: dict[str, int] = {}
 
     def __enter__(self) -> LoopbackProvider:
         return self.start()
@@ -701,7 +710,7 @@ class LoopbackProvider:
         record = RecordedRequest(req.method, req.target, req.headers, body, time.monotonic())
         wire = ROUTES.get(req.target.split("?", 1)[0]) if req.method == "POST" else None
         invalid = (404, b"") if wire is None else wire.validate(body, req.headers)
-        fault = self._next_fault() if invalid is None else None
+        fault = (self._over_window(body) or self._next_fault()) if invalid is None else None
         record.mode = fault.mode if fault else "invalid"
         with self._lock:
             self._records.append(record)
@@ -726,6 +735,10 @@ class LoopbackProvider:
             if completed and record.answered_at is None:
                 record.answered_at = time.monotonic()
             self._lock.notify_all()
+
+    def _over_window(self, body: Any) -> Fault | None:
+        window = self.windows.get(str(body.get("model"))) if isinstance(body, dict) else None
+        return Fault("context_length") if window is not None and prompt_tokens(body) > window else None
 
     def _next_fault(self) -> Fault:
         with self._lock:
@@ -766,14 +779,13 @@ def _plan(wire: Any, fault: Fault, body: dict[str, Any], rid: str) -> _Plan:
     )
     options = body.get("stream_options")
     usage = isinstance(options, dict) and bool(options.get("include_usage"))
-    prompt = "".join(_strings(body.get("system"))) + "".join(_strings(body.get("messages")))
     return _Plan(
         rid,
         str(body.get("model")),
         text,
         THINKING if thinks else "",
         fault.mode == "tool_only",
-        count_tokens(prompt),
+        prompt_tokens(body),
         usage,
         fault.mode == "length",
     )
@@ -834,6 +846,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--status", type=int, default=None, help="HTTP status for error modes")
     parser.add_argument("--reply", default=None, help="answer text instead of the default summary")
     parser.add_argument("--chunk-delay", type=float, default=0, help="seconds between streamed events")
+    parser.add_argument("--window", action="append", default=[], metavar="MODEL=TOKENS",
+                        help="answer context_length to MODEL when a prompt counts more TOKENS (repeatable)")
     args = parser.parse_args(argv)
     knobs = {"delay": args.delay, "retry_after": args.retry_after, "status": args.status, "reply": args.reply}
     knobs["chunk_delay"] = args.chunk_delay
@@ -842,6 +856,7 @@ def main(argv: list[str] | None = None) -> int:
     threading.Thread(target=_await_eof, args=(done,), daemon=True).start()
     with LoopbackProvider(host=args.host, port=args.port) as provider:
         provider.set_default(Fault(args.mode, **knobs))
+        provider.windows = {model: int(tokens) for model, _, tokens in (w.partition("=") for w in args.window)}
         provider.script(*(Fault(mode, **knobs) for mode in filter(None, args.script.split(","))))
         print(provider.base_url, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
