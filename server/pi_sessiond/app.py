@@ -55,6 +55,7 @@ def make_server(
     debug_methods: bool | None = None,
     defer_daemon: bool = True,
     network_client: bool = False,
+    handlers: Callable[[], Mapping[str, Callable[..., Any]]] | None = None,
 ) -> PiServer:
     """A new server with its own daemon and every method of the table registered.
 
@@ -66,6 +67,8 @@ def make_server(
     ``PI_SESSIOND_DEBUG_METHODS=1`` environment variable) adds the ``debug/*``
     test methods of :mod:`pi_sessiond.rpc.debug`. ``network_client``: the connection is
     TCP or WebSocket (the summarizer's key, URL and headers are then the global file's).
+    ``handlers()``: the daemon method of each row, by default ``service.daemon.HANDLERS``
+    (``rpc.sharing`` gives those of a daemon whose connections share sessions).
     """
     server = PiServer()
     make_daemon = daemon_factory or default_daemon_factory(sessions_dir, network_client)
@@ -73,7 +76,7 @@ def make_server(
     server.daemon = slot
     if not defer_daemon:
         slot.get()
-    register_table(server, slot.get, _handlers)
+    register_table(server, slot.get, handlers or _handlers)
     if debug_methods if debug_methods is not None else os.environ.get(DEBUG_METHODS_ENV) == "1":
         from pi_sessiond.rpc import debug  # test-only methods: their imports stay out of every other start
 

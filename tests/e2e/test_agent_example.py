@@ -111,7 +111,9 @@ def test_two_clients_of_one_unix_daemon_append_to_one_session(
         merged.acknowledged = a.acknowledged + b.acknowledged
         merged.largest_context, merged.window = max(a.largest_context, b.largest_context), a.window
         merged.overflows, merged.recovered = a.overflows + b.overflows, a.recovered + b.recovered
-        check_run(merged, path)
+        check_run(merged, path, compactions=5)
+        written = sum(json.loads(line)["type"] == "compaction" for line in Path(path).read_text().splitlines()[1:])
+        assert len([m for m, _ in first.notifications if m == "pi/compactionEnded"]) == written  # all heard
         # Each client heard of the other's appends.
         heard = [p for m, p in first.notifications if m == "pi/sessionChanged" and p["reason"] == "append"]
         assert len(heard) >= len(a.acknowledged) // 3 + 100

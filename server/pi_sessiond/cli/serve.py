@@ -182,7 +182,8 @@ async def _listen(args: argparse.Namespace, files: contextlib.ExitStack) -> None
         ready = functools.partial(print, "pi-sessiond: listening on unix:", sep="", file=sys.stderr, flush=True)
         from pi_sessiond.rpc.sharing import SharedSessions
 
-        shared = functools.partial(make_server, daemon_factory=SharedSessions().daemon_factory)
+        sessions = SharedSessions()
+        shared = functools.partial(make_server, daemon_factory=sessions.daemon_factory, handlers=sessions.handlers)
         await listeners.serve_unix(str(path), shared, ready, _gate(None, same_user_only=True))
         return
     secret = auth.new_secret()

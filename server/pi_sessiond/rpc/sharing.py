@@ -16,13 +16,15 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Final
 
+from pi_protocol import methods
 from pi_protocol.params import CreateSessionParams, ForkParams, OpenSessionParams, SessionParams
 from pi_protocol.results import SessionInfo
-from pi_sessiond.service.daemon import Daemon
+from pi_sessiond.service.daemon import HANDLERS, Daemon
 from pi_sessiond.service.interface import EventSink, HookClient, ProgressFactory
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.sessions.registry import Registry
@@ -48,6 +50,11 @@ class SharedSessions:
     def daemon_factory(self, events: EventSink, hooks: HookClient, progress: ProgressFactory) -> SharedDaemon:
         """A connection's daemon (``app.make_server``'s ``daemon_factory``)."""
         return SharedDaemon(self, events=events, hooks=hooks, progress=progress)
+
+    @staticmethod
+    def handlers() -> Mapping[str, Callable[..., Any]]:
+        """The method table's handlers with :class:`SharedDaemon`'s holds (``app.make_server``'s ``handlers``)."""
+        return SHARED_HANDLERS
 
     # ------------------------------------------------------------ members
     def join(self, sink: EventSink) -> int:
@@ -133,3 +140,12 @@ class SharedDaemon(Daemon):
     def _held(self, info: SessionInfo) -> SessionInfo:
         self._shared.hold(self._member, info.session_id)
         return info
+
+
+SHARED_HANDLERS: Final[Mapping[str, Callable[..., Any]]] = MappingProxyType({
+    **HANDLERS,
+    methods.CREATE_SESSION: SharedDaemon.create_session,
+    methods.OPEN_SESSION: SharedDaemon.open_session,
+    methods.FORK: SharedDaemon.fork,
+    methods.CLOSE_SESSION: SharedDaemon.close_session,
+})
