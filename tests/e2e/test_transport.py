@@ -283,7 +283,8 @@ def test_invalid_params_name_the_field(raw: Raw, params: Any, field: str) -> Non
     assert reply["error"]["code"] == -32602
     assert reply["error"]["data"] == {"reason": "invalidParams", "field": field}
     assert field in reply["error"]["message"]
-    assert raw.call(2, "debug/typed", {"sessionId": "s", "unknown": 1})["result"] == {"sessionId": "s", "unknown": 1}
+    typed = {"sessionId": "s", "format": "pi", "waitForCompaction": False, "unknown": 1}  # with the defaults
+    assert raw.call(2, "debug/typed", {"sessionId": "s", "unknown": 1})["result"] == typed
 
 
 def test_invalid_initialization_options_are_32602_naming_the_field(fresh: Raw) -> None:
