@@ -109,8 +109,9 @@ class CompactionSettings:
     limit); ``null`` keeps Pi's rule (one per turn, checked on an assistant
     message's own usage) for sessions whose newest answer Pi wrote (it carries
     Pi's ``api`` and ``usage``) and sets no limit for the others, where the
-    context's own count is checked on every append. Either way an automatic compaction that
-    failed (one that would free nothing is refused) stops them until the next user message.
+    context's own count is checked on every append. Either way, after an automatic
+    compaction that failed (one that would free nothing is refused), the next waits until
+    the context grew by a tenth of the window or a user message came.
     """
 
     enabled: bool = setting(True)

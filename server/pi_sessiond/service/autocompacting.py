@@ -10,12 +10,12 @@ Rules:
   size as ``pi/getContext`` reports it (the newest valid usage plus the
   estimates after it, or the estimate alone), and up to ``autoPerTurn``
   automatic compactions run per user turn (unset or ``0``: no limit).
-- The loop guard, under both rules: none beside a running job of the session,
-  and none after one that failed or was cancelled, until the next user message.
-  A summary that frees nothing fails (``notShrinking``, ``nothingToCompact``),
-  so a compaction that frees nothing is never repeated in a loop. (Appends
-  made while a summary runs stay after it, so the context after a compaction
-  may be larger than before it; that is not counted as freeing nothing.)
+- The loop guard, under both rules: none beside a running job of the session;
+  after one that failed or was cancelled (a summary that frees nothing fails:
+  ``notShrinking``, ``nothingToCompact``), none until the context has grown by
+  a tenth of the window since, or the next user message. So a compaction that
+  frees nothing is never repeated in a loop, and one that failed because the
+  context grew while it ran is tried again once it has grown further.
 - A user message starts a turn: the count and the guard are reset.
 
 Starting one is ``service.compacting.preparing.Preparing.after_append``'s.
@@ -56,7 +56,7 @@ def track_turn(opened: OpenSession, written: Sequence[Entry]) -> None:
     """A user message among ``written`` starts a turn: reset the count and the guard."""
     if any(entry.role == "user" for entry in written):
         opened.auto_count = 0
-        opened.auto_stalled = False
+        opened.auto_stalled = None
 
 
 def _pi_written(session: Session) -> bool:

@@ -4,6 +4,7 @@ turn, the loop guard, the append's ``compaction``, getContext's window fields an
 from __future__ import annotations
 
 import asyncio
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -86,16 +87,21 @@ async def test_auto_per_turn_limits_and_a_user_message_resets(tmp_path: Path) ->
     assert result.compaction is not None and result.compaction.started
 
 
-async def test_the_loop_guard_stops_after_a_compaction_that_wrote_nothing(tmp_path: Path) -> None:
+async def test_the_loop_guard_waits_for_growth_after_a_compaction_that_wrote_nothing(tmp_path: Path) -> None:
     daemon, events, sid = agent_daemon(tmp_path, hooks=Hooks(beforeCompact={"cancel": True}))
     await daemon.append(AppendParams(session_id=sid, entries=[user("go")]))
-    started = 0
-    for step in range(10):
+    started = []
+    for step in range(40):
         result = await daemon.append(AppendParams(session_id=sid, entries=[
-            bare_assistant("s", f"c{step}"), tool_result(f"c{step}", 8000)]))
-        started += bool(result.compaction and result.compaction.started)
+            bare_assistant("s", f"c{step}"), tool_result(f"c{step}", 4000)]))  # ~1,000 tokens a step
+        if result.compaction is not None and result.compaction.started:
+            started.append(step)
         await settle(daemon, sid)
-    assert started == 1 and len(events.of(methods.COMPACTION_FAILED)) == 1
+    # Each attempt is refused; the next waits until the context grew by a tenth of the window (2,400 tokens).
+    assert len(started) >= 2 and all(later - earlier >= 3 for earlier, later in itertools.pairwise(started))
+    assert len(events.of(methods.COMPACTION_FAILED)) == len(started)
+    await daemon.append(AppendParams(session_id=sid, entries=[user("a new turn")]))
+    assert daemon.registry.get(sid).auto_stalled is None
 
 
 async def test_pi_rule_is_kept_for_messages_with_usage(tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ class Preparing:
         if self._threshold_crossed(scope):  # the background draft compacts once it is ready
             draft = self.jobs.get(scope.key)
             return AppendCompaction(started=scope.opened.threshold_waiting, job_id=draft.id if draft else None)
-        job = self.compactions.start_threshold(scope, limit)
+        job = self.compactions.start_threshold(scope, limit, tokens)
         if job is not None:
             return AppendCompaction(started=True, job_id=job.id)
         running = self.jobs.get(scope.key)

@@ -37,9 +37,10 @@ from pi_sessiond.pipeline.compaction import compact, refusal, session_reasoning
 from pi_sessiond.pipeline.compaction import preview as preview_of
 from pi_sessiond.service import hooks, masking
 from pi_sessiond.service.compacting import prepared
-from pi_sessiond.service.compacting.drafts import Drafts
+from pi_sessiond.service.compacting.drafts import Drafts, context_size
 from pi_sessiond.service.interface import HookClient, Notify, ProgressFactory
 from pi_sessiond.service.jobs import Job, JobManager
+from pi_sessiond.service.models import context_window
 from pi_sessiond.service.progress import Report, describe, failure, gate_of, ignore, with_progress
 from pi_sessiond.service.sessions.livewriter import check_live_writer
 from pi_sessiond.service.sessions.scope import Scope
@@ -98,12 +99,14 @@ class Compactions:
 
         return await self.jobs.run(scope.key, "compaction", "overflow", work)
 
-    def start_threshold(self, scope: Scope, limit: int = 1) -> Job | None:
-        """Start a background auto-compaction (reason ``threshold``): at most ``limit`` per turn (``0``: no
-        limit), never beside a job, none after one that failed this turn (the loop guard: a summary that
-        would free too little is refused as ``notShrinking``, so one that frees nothing fails)."""
+    def start_threshold(self, scope: Scope, limit: int = 1, tokens: int | None = None) -> Job | None:
+        """Start a background auto-compaction (reason ``threshold``) for a context of ``tokens``: at most
+        ``limit`` per turn (``0``: no limit), never beside a job, and after one that failed (a summary that
+        would free too little is refused as ``notShrinking``) only once the context grew by a tenth of the
+        window (the loop guard, ``service.autocompacting``)."""
         opened = scope.opened
-        if opened.auto_stalled or (limit and opened.auto_count >= limit) or self.jobs.get(scope.key) is not None:
+        stalled = opened.auto_stalled is not None and (tokens is None or tokens < opened.auto_stalled)
+        if stalled or (limit and opened.auto_count >= limit) or self.jobs.get(scope.key) is not None:
             return None
         opened.turn_compacted = True
         opened.auto_count += 1
@@ -117,10 +120,10 @@ class Compactions:
                     await with_progress(bar, "Compacting session (auto)", None,
                                         lambda report: self.automatic(scope, "threshold", report))
             except asyncio.CancelledError:
-                opened.auto_stalled = True  # cancelled by the client: not restarted in this turn
+                _stall(scope)  # cancelled by the client: not restarted at once
                 raise
             except PiError as exc:
-                opened.auto_stalled = True  # another would fail the same way: not before the next user message
+                _stall(scope)  # another would fail the same way until the context grew
                 log.info("auto-compaction of %s did not complete: %s", scope.key, exc.message)
 
         try:
@@ -249,3 +252,12 @@ def preview(scope: Scope, instructions: str | None, summarizers: Summarizers | N
     plan = options.replay.plan(SummaryRequest(system_prompt=history.system_prompt, prompt=history.prompt,
                                               max_tokens=history.max_tokens))
     return attrs.evolve(shown, request_shape=plan.shape, request_plan=plan)
+
+
+STALL_GROWTH = 0.1
+"""After a failed automatic compaction, the share of the window the context must grow by before the next."""
+
+
+def _stall(scope: Scope) -> None:
+    window = context_window(scope.settings, scope.session.context().model)
+    scope.opened.auto_stalled = context_size(scope) + int(STALL_GROWTH * window)

@@ -47,7 +47,7 @@ class OpenSession:
     auto_compaction_floor: int | None = None  # after pi/undo: no auto-compaction below this many tokens
     threshold_waiting: bool = False  # the threshold was crossed while the background draft ran (prepareAt)
     auto_count: int = 0  # automatic compactions started in this turn (compaction.autoPerTurn)
-    auto_stalled: bool = False  # an automatic compaction failed in this turn (loop guard)
+    auto_stalled: int | None = None  # loop guard: after a failed auto-compaction, none below this many tokens
     overflow_answered: str | None = None  # the compaction pi/reportOverflow last relied on (service.overflowing)
 
     @property
