@@ -9,9 +9,10 @@ The loop, once per step:
 4. ``pi/append`` the answer and the tool result, each under an id of our own, so a
    request that may or may not have landed (a crash, a lost reply) is simply sent again.
 
-Run it against the loopback model of the test suite::
+Run it against the loopback model of the test suite (the model in one terminal: it prints its
+URL and serves until Ctrl-C; the agent in another)::
 
-    python -m tests.loopback_provider --mode tool_only      # prints its URL
+    python -m tests.loopback_provider --mode tool_only --window agent-model=24000
     python examples/agent/agent.py --model-url URL --steps 300 --window 24000
 
 or against a daemon you share with other clients: ``--unix PATH`` (``pi-sessiond serve --unix PATH``).
