@@ -145,7 +145,17 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, auth.WireSetupError) as exc:
         print(f"pi-sessiond serve: {exc}", file=sys.stderr)
         return 1
+    finally:
+        _stop_workers()
     return 0
+
+
+def _stop_workers() -> None:
+    """Stop the summary worker processes and threads, if any started, while the interpreter is whole
+    (a pool left to the interpreter's teardown logs its own errors there)."""
+    workers = sys.modules.get("pi_sessiond.summarizers.workers")
+    if workers is not None:
+        workers.shutdown()
 
 
 TERM_GRACE_SECONDS = 10.0
