@@ -1,14 +1,11 @@
 """The daemon's service: one method per row of :data:`pi_protocol.methods.METHODS`.
 
-The JSON-RPC layer calls the method :data:`HANDLERS` binds to a row: each
-takes the row's params object (and, for rows with ``progress``, a
-:class:`~pi_sessiond.service.interface.ProgressFactory`) and
-returns the row's result object (or ``None``); failures are
-:class:`~pi_sessiond.errors.PiError` subclasses whose ``reason`` the
-JSON-RPC layer maps to a code. Methods that can run a
-summarizer are coroutines; the rest are synchronous and never wait for a job.
-The reads hold the session's ``lock`` (the rpc layer runs them in worker
-threads, ``rpc/offload.py``), so a commit never changes a tree being read.
+The JSON-RPC layer calls the method :data:`HANDLERS` binds to a row: each takes the row's
+params object (and, for rows with ``progress``, a ``ProgressFactory``) and returns the row's
+result object (or ``None``); failures are :class:`~pi_sessiond.errors.PiError` subclasses
+whose ``reason`` the JSON-RPC layer maps to a code. Methods that can run a summarizer are
+coroutines; the rest are synchronous and never wait for a job. The reads hold the session's
+``lock`` (the rpc layer runs them in worker threads), so a commit never changes a tree being read.
 """
 
 from __future__ import annotations
@@ -88,7 +85,6 @@ from pi_sessiond.service.sessions.shedding import Shedder
 from pi_sessiond.service.sessions.watch import LiveWatch
 from pi_sessiond.service.settings_store import SettingsStore
 from pi_sessiond.service.summarizing import SummarizerFactory, Summarizers
-from pi_sessiond.settings.redact import redact_settings
 from pi_sessiond.store.fork import fork_session
 from pi_sessiond.store.guard import ChangedUnderneathError
 from pi_sessiond.summarizers.factory import make_summarizer
@@ -302,13 +298,7 @@ class Daemon:
 
     def estimate_tokens(self, params: EstimateTokensParams) -> EstimateTokensResult:
         """``pi/estimateTokens`` of a text (one user message) or of a leaf's context."""
-        reads.require_text_or_session(params)
-        scope = self._maybe_scope(params.session_id)
-        if params.text is not None:
-            tokenizer = scope.settings.tokenizer if scope is not None else self.settings.settings().tokenizer
-            return reads.estimate_text(params.text, tokenizer)
-        assert scope is not None
-        return reads.estimate_leaf(scope, params)
+        return reads.estimate(self._maybe_scope(params.session_id), params, self.settings.settings().tokenizer)
 
     # ----------------------------------------------------------- summarizers
     async def compact(self, params: CompactParams, progress: ProgressFactory) -> CompactResult | Draft:
@@ -358,30 +348,22 @@ class Daemon:
     async def summarize(self, params: SummarizeParams, progress: ProgressFactory) -> Draft:
         """``pi/summarize``: a DRAFT, nothing written (the Pi extension's summaries), of an open ``sessionId``,
         else of ``path`` (opened if needed, read-only)."""
-        if params.session_id is not None:
-            opened = self.registry.get(params.session_id)
-        elif params.path is not None:
-            opened = self.registry.open_path(Path(params.path).expanduser())
-        else:
-            raise InvalidParams("path or sessionId: one of them is required")
+        opened = self.registry.get_or_open(params.session_id, params.path)
         return await self.live.summarize(self._scope_of(opened), params, progress)
 
     # -------------------------------------------------------------- settings
     def get_settings(self, params: GetSettingsParams) -> SettingsResult:
         """``pi/getSettings``: the merged settings (known keys), each leaf key's source, the files' issues."""
         scope = self._maybe_scope(params.session_id)
-        cwd = project_cwd(scope.session) if scope is not None else None
-        resolved = self.settings.resolved(scope.key if scope else None, cwd)
-        return SettingsResult(settings=redact_settings(unstructure(resolved.settings)), sources=resolved.sources,
-                              errors=list(resolved.errors))
+        return self.settings.result(scope.key if scope else None, project_cwd(scope.session) if scope else None)
 
     def update_settings(self, params: UpdateSettingsParams) -> SettingsResult:
         """``pi/updateSettings``: merge into the session layer (or the initialize layer without a session)."""
         key = self._scope(params.session_id).key if params.session_id is not None else None
         self.settings.update(params.settings, key)
         scope = self._maybe_scope(params.session_id)  # resolved after the change
-        merged = scope.settings if scope is not None else self.settings.settings()
-        return SettingsResult(settings=redact_settings(unstructure(merged)))
+        cwd = project_cwd(scope.session) if scope else None
+        return self.settings.result(scope.key if scope else None, cwd, sources=False)
 
 
 def _refresh(opened: OpenSession) -> None:

@@ -106,7 +106,10 @@ def estimate_leaf(scope: Scope, params: EstimateTokensParams) -> EstimateTokensR
     return EstimateTokensResult(tokens=tokens, estimator=stats.estimator_name(name, messages))
 
 
-def require_text_or_session(params: EstimateTokensParams) -> None:
-    """:class:`InvalidParams` when ``pi/estimateTokens`` names neither a text nor a session."""
-    if params.text is None and params.session_id is None:
+def estimate(scope: Scope | None, params: EstimateTokensParams, tokenizer: str) -> EstimateTokensResult:
+    """``pi/estimateTokens`` of a text (with the session's tokenizer, else ``tokenizer``) or of a leaf's context."""
+    if params.text is not None:
+        return estimate_text(params.text, scope.settings.tokenizer if scope is not None else tokenizer)
+    if scope is None:
         raise InvalidParams("text or sessionId: one of them is required")
+    return estimate_leaf(scope, params)

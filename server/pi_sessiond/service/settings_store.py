@@ -25,11 +25,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pi_protocol import unstructure
 from pi_protocol.base import JsonDict
+from pi_protocol.results import SettingsResult
 from pi_protocol.settings import Settings
 from pi_sessiond.errors import InvalidParams
 from pi_sessiond.settings import DEFAULT_LAYER, Layer, Resolved, first_problem, merge, project_layer, resolve
 from pi_sessiond.settings.files import global_path, project_path, read_json_file
+from pi_sessiond.settings.redact import redact_settings
 from pi_sessiond.settings.trust import trust_decisions, trust_path
 from pi_sessiond.settings.window import is_contradiction
 
@@ -146,6 +149,15 @@ class SettingsStore:
     def settings(self, session_id: str | None = None, cwd: str | None = None) -> Settings:
         """The typed settings in force for ``session_id`` in ``cwd`` (or daemon-wide, without them)."""
         return self.resolved(session_id, cwd).settings
+
+    def result(self, session_id: str | None, cwd: str | None, *, sources: bool = True) -> SettingsResult:
+        """``pi/getSettings`` (``pi/updateSettings`` without ``sources``): the merged settings, redacted,
+        with each leaf key's source and the files' issues."""
+        resolved = self.resolved(session_id, cwd)
+        shown = redact_settings(unstructure(resolved.settings))
+        if not sources:
+            return SettingsResult(settings=shown)
+        return SettingsResult(settings=shown, sources=resolved.sources, errors=list(resolved.errors))
 
     def resolved(self, session_id: str | None = None, cwd: str | None = None) -> Resolved:
         """The settings, the source layer of every dotted leaf key, and the issues of the files."""

@@ -143,6 +143,14 @@ class Registry:
                 self._by_path[_resolved(session.path)] = key
             return opened
 
+    def get_or_open(self, session_id: str | None, path: str | None) -> OpenSession:
+        """The open ``session_id``, else the file ``path`` (opened if it is not), else :class:`InvalidParams`."""
+        if session_id is not None:
+            return self.get(session_id)
+        if path is not None:
+            return self.open_path(Path(path).expanduser())
+        raise InvalidParams("path or sessionId: one of them is required")
+
     def open_path(self, path: Path) -> OpenSession:
         """Open ``path`` (or return it if it is open); an unreadable file is :class:`InvalidParams`.
 
