@@ -11,6 +11,9 @@ Invariants:
   many languages, none of them required, scripts without spaces matched
   without word boundaries), a request phrased as a question ("could you"),
   emphasis (``**bold**``, a closing ``!``) or a quoted requirement.
+  An observation with no cue is no direction either (:func:`is_remark`: the
+  user's guess or report — "I suspect …", "it seems …", "yesterday …" — or
+  an acknowledgement followed by a few words, "Great, all green.").
   ``cue_strength`` grades a sentence by those cues (the size bound of
   :mod:`.facts` drops the uncued ones first).
 * ``decisive_lines(text)``: a short text whole; a long one reduced to its
@@ -113,6 +116,30 @@ def _chatter(sentence: str) -> bool:
     return rest != sentence.lower() and len(re.findall(r"\w+", rest)) <= 1 and len(rest.strip(" ,.!?、。！？")) <= 12
 
 
+# What the user believes, guesses or saw: a report, not a direction (several languages).
+_OBSERVED = re.compile(
+    r"^(?:i|we)(?: just| also)? (?:suspect|think|guess|believe|wonder|noticed|saw|checked|looked|tried|ran|feel|"
+    r"assume|bet|doubt)\b|\b(?:seems?|seemed|looks like|looked|apparently|probably|maybe|perhaps|yesterday|"
+    r"last (?:night|week)|this morning)\b|^ich (?:vermute|glaube|denke|schätze|habe|sah)\b|"
+    r"\b(?:vielleicht|wahrscheinlich|anscheinend|scheint|gestern)\b|^(?:sospecho|creo|supongo|pienso|vi|noté)\b|"
+    r"\b(?:quizás|tal vez|probablemente|parece|ayer)\b|^je (?:soupçonne|pense|crois|suppose|vois|ai vu|ai remarqué)\b|"
+    r"\b(?:peut-être|probablement|semble|hier)\b|と思います|かもしれ|たぶん|おそらく|ようです|みたいです|"
+    r"我觉得|我猜|好像|似乎",
+    re.I,
+)
+_ACK_LED = re.compile(rf"^{_ACK.pattern}[\s,!.、，]+", re.I)
+
+
+def is_remark(sentence: str) -> bool:
+    """An observation or an acknowledgement with a remark (module invariants): no cue, so no direction."""
+    if _strength(sentence, False) > 0:
+        return False
+    if _OBSERVED.search(sentence):
+        return True
+    rest = _ACK_LED.sub("", sentence, count=1)
+    return rest != sentence and len(re.findall(r"\w+", rest)) <= 5
+
+
 def _question(sentence: str) -> bool:
     return sentence.rstrip(" \"”»」』)）").endswith(("?", "？"))
 
@@ -126,6 +153,8 @@ def constraint_sentences(text: str) -> list[str]:
         if len(sentence) < 4 or (len(re.findall(r"\w+", sentence)) < 2 and sentence.isascii()) or _chatter(sentence):
             continue
         if _question(sentence) and _strength(sentence, listed and items >= 2) == 0:
+            continue
+        if not listed and is_remark(sentence):
             continue
         found.append(sentence if len(sentence) <= SENTENCE_CHARS else sentence[:SENTENCE_CHARS].rstrip() + "…")
     return found

@@ -39,10 +39,11 @@ import attrs
 from pi_protocol.base import JsonDict
 from pi_sessiond.summarizers.bashfiles import changed_paths
 from pi_sessiond.summarizers.cues import constraint_sentences, cue_strength, decisive_lines
+from pi_sessiond.summarizers.revise import SUPERSEDED as SUPERSEDED
+from pi_sessiond.summarizers.revise import revised_within
 from pi_sessiond.summarizers.segment import pasted_of, prose_of
 from pi_sessiond.summarizers.todos import open_todos
 
-SUPERSEDED = " (superseded by a later item)"
 
 REQUEST_CHARS = 1500
 CONSTRAINT_CHARS = 16_000
@@ -77,6 +78,7 @@ class Facts:
     decisions: tuple[str, ...] = ()
     todos: tuple[str, ...] = ()
     goals: tuple[str, ...] = ()
+    replaced: tuple[str, ...] = ()  # directions and decisions a later one revised: no summary repeats them
 
 
 def message_text(msg: JsonDict) -> str:
@@ -176,7 +178,7 @@ def extract_facts(messages: Sequence[JsonDict]) -> Facts:
         read_files=read,
         modified_files=modified,
         bash_modified=by_bash,
-        constraints=tuple(bounded(dedupe(s for text in users for s in constraint_sentences(text)))),
+        constraints=tuple(bounded(revised_within([s for text in users for s in constraint_sentences(text)]))),
         last_request=latest_request(users),
         last_error=last_error,
         identifiers=tuple(_identifiers(messages, users)),

@@ -49,7 +49,9 @@ from pi_sessiond.summarizers.facts import SUPERSEDED, Facts, bounded
 from pi_sessiond.summarizers.gate import flat, present
 from pi_sessiond.summarizers.offline_extract import Extraction, extract, message_text, trim_block
 from pi_sessiond.summarizers.offline_merge import CURRENT, STOPWORDS, merge
-from pi_sessiond.summarizers.summary_parse import parse_summary
+from pi_sessiond.summarizers.offline_text import task_of
+from pi_sessiond.summarizers.revise import key, revised_within
+from pi_sessiond.summarizers.summary_parse import SPLIT_TURN_TITLE, parse_sections, parse_summary
 
 CHARS_PER_TOKEN = 4
 _LIMITS = {"goal": 12, "done": 40, "decisions": 10, "next": 8, "ids": 20}
@@ -80,6 +82,25 @@ class _Section:
     key: str
     items: list[str]
     newest_first: bool = False
+    left_out: int = 0  # items the size bound took out (an earlier summary's count included)
+
+
+_COUNTED = re.compile(r"^… (\d+) more .+ not listed \(size bound\)$")
+_NAMES = {"goal": "goals", "done": "done items", "in_progress": "items in progress", "blocked": "blocked items",
+          "decisions": "decisions", "next": "next steps", "critical": "context items", "early": "earlier steps",
+          "suffix": "context items", "request": "request lines"}
+
+
+def _count_line(section: _Section) -> str:
+    return f"… {section.left_out} more {_NAMES.get(section.key, 'items')} not listed (size bound)"
+
+
+def _take_counts(sections: list[_Section]) -> None:
+    """An earlier summary's count lines become each section's running count."""
+    for section in sections:
+        counted = [m for item in section.items if (m := _COUNTED.match(item))]
+        section.left_out += sum(int(m.group(1)) for m in counted)
+        section.items = [item for item in section.items if not _COUNTED.match(item)]
 
 
 class OfflineSummarizer:
@@ -166,6 +187,7 @@ def build_summary(request: SummaryRequest, *, progress: ProgressCallback | None 
         sections = _turn_prefix_sections(request.messages, found)
     else:
         sections = _history_sections(found, request, focus)
+    _take_counts(sections)
     budget = _budget_tokens(request) * CHARS_PER_TOKEN
     if budget > 0:
         _fit(sections, budget, focus, spare=True)
@@ -222,9 +244,7 @@ def _select(items: Sequence[str], limit: int, focus: frozenset[str], *, oldest: 
 
 
 def _history_sections(found: Extraction, request: SummaryRequest, focus: frozenset[str]) -> list[_Section]:
-    goals = _select(found.requests, _LIMITS["goal"], focus)
-    if goals:
-        goals[-1] += _CURRENT
+    goals = [task_of(found.first_request)] if found.first_request else []
     critical = _critical(found, request, focus)
     new = {
         "goal": goals,
@@ -240,11 +260,28 @@ def _history_sections(found: Extraction, request: SummaryRequest, focus: frozens
         # Branch summaries have no Critical Context: the requested focus leads the Goal.
         new["goal"].insert(0, "Additional focus: " + request.custom_instructions.strip())
     if request.purpose == "history" and request.previous_summary:
-        new = merge(parse_summary(request.previous_summary), new, found.done_paths)
+        previous = parse_summary(request.previous_summary)
+        if previous.get("goal") or _quoted_request(previous):  # the task was set before this range
+            new["goal"] = [task_of(_quoted_request(previous))] if not previous.get("goal") else []
+        new = merge(previous, new, found.done_paths)
+    new["constraints"] = revised_within(found.constraints)
     _carried_in(new, found, request)
-    new["constraints"] = bounded(new["constraints"])
+    said = [key(g) for g in new["goal"]]
+    new["constraints"] = bounded([c for c in new["constraints"] if not any(key(c) in g for g in said)])
     keys = _HISTORY if request.purpose == "history" else _BRANCH
     return [_Section(k, new[k], newest_first=k == "next") for k in keys]
+
+
+def _quoted_request(previous: dict[str, list[str]]) -> str:
+    """The user's words a split-turn part of ``previous`` quotes as its Original Request (``""``: none)."""
+    for item in previous.get("critical", []):
+        if item.startswith(SPLIT_TURN_TITLE):
+            turn = parse_sections("\n".join(ln.removeprefix(">").removeprefix(" ") for ln in item.splitlines()[1:]))
+            quoted = [ln.removeprefix(">").strip() for i in turn.get("request", []) for ln in i.splitlines()
+                      if ln.startswith(">")]
+            if quoted:
+                return "\n".join(quoted)
+    return ""
 
 
 def _carried_in(sections: dict[str, list[str]], found: Extraction, request: SummaryRequest) -> None:
@@ -261,9 +298,10 @@ def _carried_in(sections: dict[str, list[str]], found: Extraction, request: Summ
         have = flat("\n".join(sections[key]))
         return [i for i in items if not present(i.removesuffix(SUPERSEDED), have)]
 
-    at = max(0, len(sections["goal"]) - 1)
-    sections["goal"][at:at] = missing("goal", carried.goals)
-    sections["constraints"][:0] = missing("constraints", carried.constraints)
+    sections["goal"] += missing("goal", carried.goals)
+    sections["constraints"] = list(carried.constraints)
+    gone = {key(i) for i in carried.replaced}
+    sections["decisions"] = [d for d in sections["decisions"] if key(d) not in gone]
     sections["next"] += missing("next", carried.todos)
 
 
@@ -316,8 +354,10 @@ def _protected(section: _Section, item: str) -> bool:
 
 
 def _droppable(section: _Section, item: str, keep: bool, spare: bool) -> bool:
-    """Protected items go only in the second pass (``keep`` false); with ``spare`` the last error and
-    the latest request never go."""
+    """Protected items go only in the second pass (``keep`` false); user directions never go (a hard fact:
+    their own bound counts what it leaves out); with ``spare`` the last error and the latest request never go."""
+    if section.key == "constraints":
+        return False
     return not (spare and item.startswith(_NEVER_DROPPED)) and not (keep and _protected(section, item))
 
 
@@ -338,6 +378,7 @@ def _fit(sections: list[_Section], budget: int, focus: frozenset[str], *, spare:
                 order = [i for i in order if i != 0]
             plain = [i for i in order if not _matches(section.items[i], focus)]
             del section.items[(plain or order)[0]]
+            section.left_out += 1
             sizes[sections.index(section)] = _part_size(section)
 
 
@@ -358,12 +399,13 @@ def _render(sections: list[_Section], progress: ProgressCallback | None) -> str:
 
 def _render_section(section: _Section) -> str:
     heading, marker = _SPECS[section.key]
-    if not section.items:
+    items = section.items + ([_count_line(section)] if section.left_out else [])
+    if not items:
         return heading + "\n(none)"
     lines = [heading]
     if marker == "> ":
-        return "\n".join(lines + [("> " + line).rstrip() for item in section.items for line in item.split("\n")])
-    for n, item in enumerate(section.items, 1):
+        return "\n".join(lines + [("> " + line).rstrip() for item in items for line in item.split("\n")])
+    for n, item in enumerate(items, 1):
         prefix = f"{n}. " if marker == "1. " else marker
         first, *rest = item.split("\n")
         lines.append(prefix + first)

@@ -77,6 +77,7 @@ class Extraction:
     """Everything the summary sections are built from, oldest first."""
 
     requests: tuple[str, ...] = ()
+    first_request: str = ""
     last_request: str = ""
     constraints: tuple[str, ...] = ()
     done: tuple[str, ...] = ()
@@ -311,8 +312,10 @@ def extract(messages: Sequence[JsonDict], focus: Iterable[str] = ()) -> Extracti
     done = _done(scan, finished, current, tuple(focus))
     steps = ([f"Finish: {current}"] if in_progress else []) + _plan(scan, last_index, messages)
     steps += [f"Resolve: {b}" for b in blocked]
+    first = next((t for _, t in scan.user_texts if is_request(t)), scan.user_texts[0][1] if scan.user_texts else "")
     return Extraction(
         requests=tuple(requests),
+        first_request=first,
         last_request=last_request,
         constraints=tuple(_dedupe(_constraints(scan))),
         done=tuple(done),

@@ -76,33 +76,31 @@ def test_a_model_that_drops_the_previous_facts_is_repaired() -> None:
     assert f"- {MARK}Usa siempre tabulaciones." in repaired.text
     next_steps = repaired.text.split("## Next Steps\n", 1)[1].split("\n\n", 1)[0]
     assert f"{MARK}Update `docs/import.md`" in next_steps
-    # The range has a request of its own: the newer one is the latest, the older one a goal; the range has no
-    # error: the carried one stays.
+    # The range has a request of its own: the newer one is the latest (the older one is no goal: its
+    # directions are constraints already); the range has no error: the carried one stays.
     assert f"{MARK}Latest user request (verbatim): Zeig mir die Tests." in repaired.text
     goal = repaired.text.split("## Goal\n", 1)[1].split("\n\n", 1)[0]
-    assert goal == (f"- streaming import\n- {MARK}Port the CSV importer to Rust\n"
-                    f"- {MARK}Earlier request (verbatim): Make the importer stream rows.")
+    assert goal == f"- streaming import\n- {MARK}Port the CSV importer to Rust"
     assert CARRIED_ERROR in repaired.text and "src/csv.rs:88:5" in repaired.text
     assert repair(repaired.text, facts, "history", HISTORY_HEADINGS).added == ()  # idempotent
     # The repaired summary, compacted once more by a model that drops everything, still keeps them.
     again = carry_forward(extract_facts([user("ok, weiter so bitte")]), repaired.text, [])
     twice = repair("## Goal\n- x", again, "history", HISTORY_HEADINGS)
     for needle in ("Never touch `legacy/` without asking.", "Kein `unwrap()`", "src/csv.rs:88:5", "`v0.4.2`",
-                   "Earlier request (verbatim): Make the importer stream rows.",
-                   "Earlier request (verbatim): Zeig mir die Tests."):
+                   "Zeig mir die Tests."):
         assert needle in twice.text
-    assert twice.text.count(CARRIED_ERROR) == 1 and twice.text.count("Make the importer stream rows.") == 1
+    assert twice.text.count(CARRIED_ERROR) == 1 and "Make the importer stream rows." not in twice.text
 
 
 def test_a_newer_error_and_a_restated_constraint_win() -> None:
     messages = [
-        user("Never touch `legacy/` unless the tests fail there."),
+        user("Actually, touch `legacy/` only when the tests fail there."),
         {"role": "toolResult", "toolName": "bash", "isError": True,
          "content": [{"type": "text", "text": "error[E0382]: borrow of moved value: `row`\n --> src/csv.rs:12:9"}]},
     ]
     facts = carry_forward(extract_facts(messages), PREVIOUS, messages)
     assert facts.constraints[0] == "Never touch `legacy/` without asking." + SUPERSEDED
-    assert "Never touch `legacy/` unless the tests fail there." in facts.constraints
+    assert "Actually, touch `legacy/` only when the tests fail there." in facts.constraints
     assert "E0382" in facts.last_error and CARRIED_ERROR not in facts.last_error
     repaired = repair("## Goal\n- x", facts, "history", HISTORY_HEADINGS)
     assert "without asking. (superseded by a later item)" in repaired.text

@@ -1,0 +1,112 @@
+"""Carry-forward by identity: the same item is one item, and only a real revision marks an earlier one.
+
+``merge_items(old, new)`` joins the items an earlier summary carried (``old``)
+with those of the range just summarized (``new``), oldest first.
+
+Invariants:
+
+* Identity, not position: two items are the same when their text is (case,
+  white space, backticks, emphasis, the gate's ``[gate]`` mark, a turn
+  label such as ``Constraint:`` and the superseded mark aside). The same item
+  said again is kept once, where it was first, unmarked.
+* An old item already marked superseded was revised by an earlier range: it
+  is dropped (the mark is kept only while its revision is in range).
+* A new item revises an older one (:func:`revises`) when it says so — a
+  revision cue ("actually", "instead", "from now on", "change of plan", in
+  several languages) and at least two significant words of the older one,
+  or two fifths of them — or when both say the same but for one number. The
+  older one is then marked :data:`SUPERSEDED`. Two similar rules
+  without a cue ("never touch a/", "never touch b/") are both kept.
+* Pure and deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+SUPERSEDED = " (superseded by a later item)"
+_MARK = "[gate]"
+_LABEL = re.compile(r"^(?:Constraint|Decision|Next|Goal):\s+")
+_STOP = frozenset(
+    {"about", "after", "also", "and", "are", "but", "for", "from", "have", "into", "more", "only", "that", "the"}
+    | {"then", "this", "what", "when", "with", "use", "all", "any", "not", "now", "actually", "instead", "rather"}
+    | {"plan", "change", "der", "die", "das", "und", "los", "las", "del", "que", "les", "des", "une", "pas"}
+)
+_CUE = re.compile(
+    r"(?<!\w)(?:actually|instead|rather|on second thought|changed? my mind|change of plan|scratch that|"
+    r"forget (?:that|what i said|the earlier)|ignore (?:my|the) (?:earlier|previous)|no longer|not any ?more|"
+    r"from now on|after all|going forward|correction|switch(?:ed)? to|let'?s go with|revert(?:ed)? to|"
+    r"doch|stattdessen|lieber|eigentlich|vergiss|nicht mehr|ab jetzt|ab sofort|korrektur|"
+    r"en realidad|mejor|en lugar de|en vez de|olvida|ya no|a partir de ahora|cambi[eé] de opini[oó]n|"
+    r"en fait|plutôt|au lieu de|finalement|oublie|désormais|à partir de maintenant|j'ai changé d'avis|"
+    r"invece|anzi|in realtà|non più|d'ora in poi|na verdade|em vez de|ao invés de|a partir de agora)(?!\w)"
+    r"|やっぱり|やはり|代わりに|ではなく|訂正|これからは|今後は|やめます|改为|还是|不再",
+    re.I,
+)
+_WORD = re.compile(r"\w{3,}|[^\W\d_a-zA-Z]{2,}")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def key(item: str) -> str:
+    """The identity of an item: lower case, marks, labels, backticks, emphasis and white space aside."""
+    text = _LABEL.sub("", item.replace(_MARK, " ").strip()).removesuffix(SUPERSEDED.strip())
+    text = text.strip().removesuffix(SUPERSEDED.strip())
+    return " ".join(re.sub(r"[`*_]", "", text.lower()).split()).rstrip(" .;")
+
+
+def _words(item: str) -> set[str]:
+    return {w for w in _WORD.findall(key(item)) if w not in _STOP and not w.isdigit()}
+
+
+def revises(new: str, old: str) -> bool:
+    """Whether ``new`` revises ``old`` (module invariants)."""
+    if key(new) == key(old):
+        return False
+    old_words, new_words = _words(old), _words(new)
+    shared = old_words & new_words
+    if _CUE.search(new) and old_words and (len(shared) >= 2 or len(shared) >= 0.4 * len(old_words)):
+        return True
+    old_tokens, new_tokens = key(old).split(), key(new).split()
+    changed = [n for n, (a, b) in enumerate(zip(old_tokens, new_tokens)) if a != b]
+    return (len(old_tokens) == len(new_tokens) >= 4 and len(changed) == 1
+            and bool(_NUMBER.search(old_tokens[changed[0]])) and bool(_NUMBER.search(new_tokens[changed[0]])))
+
+
+def dedupe_items(items: Iterable[str]) -> list[str]:
+    """``items`` once each by identity, first seen kept (a marked copy gives way to an unmarked one)."""
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for item in items:
+        k = key(item)
+        if not k:
+            continue
+        if k in seen:
+            if out[seen[k]].endswith(SUPERSEDED) and not item.endswith(SUPERSEDED):
+                out[seen[k]] = item
+            continue
+        seen[k] = len(out)
+        out.append(item)
+    return out
+
+
+def merge_items(old: Sequence[str], new: Sequence[str], *, keep_marked: bool = False) -> list[str]:
+    """``old`` (stale marks dropped unless ``keep_marked``, revised ones marked) then ``new``, each item once
+    (module invariants)."""
+    kept = [item for item in old if keep_marked or not item.rstrip().endswith(SUPERSEDED.strip())]
+    known = {key(item) for item in kept}
+    fresh = dedupe_items(item for item in new if key(item) not in known)
+    out = [_marked(item, fresh) for item in dedupe_items(kept)]
+    return out + [_marked(item, fresh[n + 1 :]) for n, item in enumerate(fresh)]
+
+
+def revised_within(items: Sequence[str]) -> list[str]:
+    """``items`` (one range, oldest first) with those a later one revises marked."""
+    items = dedupe_items(items)
+    return [_marked(item, items[n + 1 :]) for n, item in enumerate(items)]
+
+
+def _marked(item: str, later: Sequence[str]) -> str:
+    if item.endswith(SUPERSEDED) or not any(revises(other, item) for other in later):
+        return item
+    return item + SUPERSEDED
