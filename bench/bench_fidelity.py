@@ -24,7 +24,7 @@ Pi's estimate (characters / 4). Targets: modifiedFile, constraint, lastRequest a
 lastError at 100% for both; the soft classes (identifier, decision, todo,
 preference, goal, readFile) at least 80%; the repeated summary at most 12k tokens.
 
-``--long`` adds the long runs of ``tests/fidelity/longrun.py`` (issue 28): 46
+``--long`` adds the long runs of ``tests/fidelity/longrun.py``: 46
 compactions with a 24k and a 9k summarizer window, split turns, seven directions
 stated once at the start, through the offline summarizer, the incomplete model
 and a model that copies the previous summary's constraints (``copies``). Besides

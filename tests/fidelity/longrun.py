@@ -1,4 +1,4 @@
-"""Long runs: 40+ compactions in a small window, split turns, directions stated once early (issue 28).
+"""Long runs: 40+ compactions in a small window, split turns, directions stated once early.
 
 A :func:`long_run` session opens with one long turn whose user message sets the goal and
 seven directions that are never stated again nor revised, two preferences that are reversed
@@ -10,7 +10,8 @@ planted facts are scored as in the rest of the suite (:mod:`.score`); on top of 
 * ``repeats``: directions (stated once, never revised) named more than once;
 * ``marked``: directions on a line that calls them replaced or superseded;
 * ``gone``: directions missing while no line counts left-out items (a silent drop);
-* ``duplicates``: list items (12+ characters) that occur twice;
+* ``duplicates``: list items (12+ characters) that occur twice outside the work logs (Done, In
+  Progress, Progress So Far: two edits of one file may read alike);
 * ``remarks``: observations the user made that sit under Constraints & Preferences;
 * ``tokens``: the summary's size (characters / 4).
 
@@ -118,12 +119,19 @@ def constraints_section(summary: str) -> str:
     return match.group(1) if match else ""
 
 
+# Work logs may name the same step twice (two edits of one file); every other section may not.
+_LOGS = ("### Done", "### In Progress", "## Progress So Far")
+
+
 def list_items(summary: str) -> list[str]:
-    """The normalized list items of ``summary`` of 12+ characters (``[gate]`` marks and labels dropped)."""
+    """The normalized list items of ``summary`` of 12+ characters outside the work logs (``[gate]`` marks and
+    labels dropped)."""
     out = []
+    section = ""
     for line in _FILE_BLOCK.sub("", summary).splitlines():
+        section = line.strip() if line.startswith("#") else section
         item = _ITEM.match(line)
-        if not item:
+        if not item or section in _LOGS:
             continue
         text = normalize(item.group(1).replace(_GATE, "")).removeprefix("constraint: ")
         if len(text) >= 12 and not _COUNT.search(text):

@@ -133,7 +133,7 @@ def padding(rng: Random, kind: str, lines: int) -> str:
     return "\n".join(make(i) for i in range(lines))
 
 
-# ---------------------------------------------------------------- the soft classes (issue 28)
+# ---------------------------------------------------------------- the soft classes
 # Written for the suite, apart from the summarizers: assistant decisions with their reason,
 # identifiers named in plain prose, open next steps said in prose or as a numbered plan, and
 # preferences the user later reverses. Each item is (text, match…); a match occurs nowhere else.

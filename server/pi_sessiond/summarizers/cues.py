@@ -13,7 +13,8 @@ Invariants:
   emphasis (``**bold**``, a closing ``!``) or a quoted requirement.
   An observation with no cue is no direction either (:func:`is_remark`: the
   user's guess or report — "I suspect …", "it seems …", "yesterday …" — or
-  an acknowledgement followed by a few words, "Great, all green.").
+  an acknowledgement followed by a few words, "Great, all green."; at most
+  ``REMARK_WORDS`` words).
   ``cue_strength`` grades a sentence by those cues (the size bound of
   :mod:`.facts` drops the uncued ones first).
 * ``decisive_lines(text)``: a short text whole; a long one reduced to its
@@ -38,6 +39,7 @@ BLOCK_LINES = 30
 TAIL_LINES = 12
 ERROR_LINE_CHARS = 300
 SENTENCE_CHARS = 600
+REMARK_WORDS = 12  # a longer sentence is read as a direction even when it reports
 # Modal verbs, negations and preference markers, several languages; a hit in any one is a cue.
 _STRONG = (
     r"must|mustn't|never|always|don't|do not|does not|shall|should|shouldn't|required?|mandatory|forbidden|"
@@ -123,7 +125,7 @@ _OBSERVED = re.compile(
     r"last (?:night|week)|this morning)\b|^ich (?:vermute|glaube|denke|schätze|habe|sah)\b|"
     r"\b(?:vielleicht|wahrscheinlich|anscheinend|scheint|gestern)\b|^(?:sospecho|creo|supongo|pienso|vi|noté)\b|"
     r"\b(?:quizás|tal vez|probablemente|parece|ayer)\b|^je (?:soupçonne|pense|crois|suppose|vois|ai vu|ai remarqué)\b|"
-    r"\b(?:peut-être|probablement|semble|hier)\b|と思います|かもしれ|たぶん|おそらく|ようです|みたいです|"
+    r"\b(?:peut-être|probablement|semble)\b|と思います|かもしれ|たぶん|おそらく|ようです|みたいです|"
     r"我觉得|我猜|好像|似乎",
     re.I,
 )
@@ -132,7 +134,7 @@ _ACK_LED = re.compile(rf"^{_ACK.pattern}[\s,!.、，]+", re.I)
 
 def is_remark(sentence: str) -> bool:
     """An observation or an acknowledgement with a remark (module invariants): no cue, so no direction."""
-    if _strength(sentence, False) > 0:
+    if _strength(sentence, False) > 0 or len(sentence.split()) > REMARK_WORDS:
         return False
     if _OBSERVED.search(sentence):
         return True

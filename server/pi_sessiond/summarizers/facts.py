@@ -59,8 +59,13 @@ _IDENTIFIER = re.compile(
     r"`([^`\n]{2,120})`"
     r"|(https?://[^\s)>\]\"']+)"
     r"|(?<![\w/.-])((?:~|\.{1,2})?/?(?:[\w@.-]+/)+[\w@.-]+\.\w+)"
+    r"|(?<![\w.:-])([a-z][\w.-]*:v?\d[\w.-]*\w)"  # an image or package tag: name:1.2-rc1
     r"|(?<![\w.])(v?\d+\.\d+\.\d+(?:[-+][\w.]+)?)\b"
     r"|(?<![\w.])([A-Za-z_]\w*(?:\.\w+)*\(\))"
+    r"|(?<![\w.-])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w-])"  # a constant or environment key: EXPORT_TIMEOUT_MS
+    r"|(?<![\w./-])([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*){2,})(?![\w(/-])"  # a dotted key: a.b.c
+    r"|(?<![\w./-])((?=[a-z0-9_]*\d)(?=[a-z0-9_]*[a-z])[a-z0-9]+_[a-z0-9_]+)(?![\w-])"  # job_7f3a91, 0042_add_x
+    r"|(?<![\w-])((?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40})(?![\w-])"  # a commit hash
 )
 
 
@@ -196,7 +201,8 @@ def latest_request(user_texts: Sequence[str]) -> str:
 
 
 def identifiers_in(text: str) -> Iterator[str]:
-    """Backticked spans, URLs, paths, versions and ``name()`` symbols in ``text``, in order."""
+    """Backticked spans, URLs, paths, tags, versions, ``name()`` symbols, upper-case constants, dotted keys,
+    snake-case names with a digit and commit hashes in ``text``, in order."""
     for match in _IDENTIFIER.finditer(text):
         found = next(g for g in match.groups() if g)
         yield found.rstrip(".,;:")

@@ -21,6 +21,9 @@ Invariants:
   In Progress / Blocked / Key Decisions (branch), Context Needed to Continue
   (turn prefix). A format of the user's own (no required headings) gets one
   trailing ``Kept by the fidelity gate:`` block.
+* Before adding, the answer is tidied (:mod:`.tidy`): an item its section
+  already has, one a later direction or decision revised and a superseded
+  mark the range did not make go (whoever wrote them).
 * Repairing a repaired summary adds nothing; a summary that already counts
   left-out directions (``LEFT_OUT``) gets no second count.
 * File lists are not the gate's: the pipeline appends them (with the files
@@ -38,6 +41,7 @@ from pi_sessiond.summarizers.base import Purpose
 from pi_sessiond.summarizers.cues import DECISIVE
 from pi_sessiond.summarizers.facts import LEFT_OUT, SUPERSEDED, Facts
 from pi_sessiond.summarizers.headings import normalize, section_bounds
+from pi_sessiond.summarizers.tidy import tidy
 
 MARK = "[gate] "
 _TARGETS: dict[str, dict[str, str]] = {
@@ -131,7 +135,7 @@ def missing_facts(summary: str, facts: Facts) -> list[Added]:
 def repair(text: str, facts: Facts, purpose: Purpose, headings: Sequence[str]) -> Repaired:
     """``text`` with our headings and every missing fact added (module invariants)."""
     normalized = normalize(text, headings)
-    body = normalized.text
+    body = tidy(normalized.text, facts) if headings else normalized.text
     added = missing_facts(body, facts)
     if not added:
         return Repaired(body, ())

@@ -46,7 +46,7 @@ from pi_sessiond.summarizers import workers
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.carry import carry_forward, earlier_summaries
 from pi_sessiond.summarizers.facts import SUPERSEDED, Facts, bounded
-from pi_sessiond.summarizers.gate import flat, present
+from pi_sessiond.summarizers.gate import error_present, flat, present
 from pi_sessiond.summarizers.offline_extract import Extraction, extract, message_text, trim_block
 from pi_sessiond.summarizers.offline_merge import CURRENT, STOPWORDS, merge
 from pi_sessiond.summarizers.offline_text import task_of
@@ -55,6 +55,8 @@ from pi_sessiond.summarizers.summary_parse import SPLIT_TURN_TITLE, parse_sectio
 
 CHARS_PER_TOKEN = 4
 _LIMITS = {"goal": 12, "done": 40, "decisions": 10, "next": 8, "ids": 20}
+IDS_KEPT = 30  # identifiers of the range and carried ones, in one line
+_IDS_LABEL = "Identifiers in recent use: "
 _CURRENT = CURRENT
 _STOPWORDS = STOPWORDS
 
@@ -291,7 +293,8 @@ def _carried_in(sections: dict[str, list[str]], found: Extraction, request: Summ
     if not earlier_summaries(previous, request.messages):
         return
     range_facts = Facts(constraints=found.constraints, modified_files=found.done_paths,
-                        last_request=found.last_request)
+                        last_request=found.last_request, last_error=found.errors[-1] if found.errors else "",
+                        identifiers=found.identifiers[-_LIMITS["ids"] :])
     carried = carry_forward(range_facts, previous, request.messages)
 
     def missing(key: str, items: Sequence[str]) -> list[str]:
@@ -299,6 +302,15 @@ def _carried_in(sections: dict[str, list[str]], found: Extraction, request: Summ
         return [i for i in items if not present(i.removesuffix(SUPERSEDED), have)]
 
     sections["goal"] += missing("goal", carried.goals)
+    if carried.identifiers:
+        line = _IDS_LABEL + ", ".join(f"`{i}`" for i in carried.identifiers[:IDS_KEPT])
+        kept = [i for i in sections["critical"] if not i.startswith("Identifiers")]
+        sections["critical"] = [*kept, line]
+    if carried.last_error and not error_present(carried.last_error, flat("\n".join(sections["critical"]))):
+        at = next((n for n, i in enumerate(sections["critical"]) if i.startswith("Last error:")), None)
+        kept = [i for i in sections["critical"] if not i.startswith("Last error:")]
+        sections["critical"] = kept[:at] + [f"Last error: {carried.last_error}"] + kept[at:] if at is not None \
+            else [*kept, f"Last error: {carried.last_error}"]
     sections["constraints"] = list(carried.constraints)
     gone = {key(i) for i in carried.replaced}
     sections["decisions"] = [d for d in sections["decisions"] if key(d) not in gone]
@@ -312,7 +324,7 @@ def _critical(found: Extraction, request: SummaryRequest, focus: frozenset[str])
     items += [f"Last error: {e}" for e in found.errors[-1:]]
     ids = _select(found.identifiers, _LIMITS["ids"], focus)
     if ids:
-        items.append("Identifiers in recent use: " + ", ".join(f"`{i}`" for i in ids))
+        items.append(_IDS_LABEL + ", ".join(f"`{i}`" for i in ids))
     if found.last_request:
         items.append("Last user request (verbatim):\n" + found.last_request)
     return items

@@ -8,9 +8,9 @@ Invariants (iterative, not additive):
   Done, a Blocked one to Done as resolved, and a Blocked one that a new
   failure of the same sort restates goes.
 * The previous summary's split-turn part is folded into the sections, not
-  quoted: its Progress So Far under Done, its unlabelled context under
-  Critical Context (its directions, decisions, steps, error and request are
-  carried into their own sections by :mod:`.carry`).
+  quoted: its Progress So Far under Done; its directions, decisions, steps,
+  error and request are carried into their own sections by :mod:`.carry`;
+  the rest of its context (what was under way inside that turn) is over.
 * Constraints and decisions by identity (:func:`~.revise.merge_items`): the
   same item once, an earlier one a new one revises marked superseded, one
   marked by an earlier range dropped; the gate's ``[gate]`` marks are stripped.
@@ -56,10 +56,6 @@ def merge(old: dict[str, list[str]], new: dict[str, list[str]], done_paths: Sequ
     return merged
 
 
-_CARRIED_LABELS = ("Constraint:", "Decision:", "Next:", "Identifiers", "Error:", "Last error:", "Latest user request",
-                   "Last user request", "Goal:")
-
-
 def _folded(old: dict[str, list[str]]) -> dict[str, list[str]]:
     """``old`` with its quoted split-turn parts folded into Done and Critical Context (module invariants)."""
     critical = old.get("critical", [])
@@ -70,8 +66,6 @@ def _folded(old: dict[str, list[str]]) -> dict[str, list[str]]:
     for item in quoted:
         turn = parse_sections("\n".join(ln.removeprefix(">").removeprefix(" ") for ln in item.splitlines()[1:]))
         out["done"] = [*out.get("done", []), *turn.get("early", [])]
-        context = [i.removeprefix(MARK) for i in turn.get("suffix", [])]
-        out["critical"] += [i for i in context if not i.startswith(_CARRIED_LABELS)]
     return out
 
 

@@ -12,9 +12,10 @@ Invariants:
 * An old item already marked superseded was revised by an earlier range: it
   is dropped (the mark is kept only while its revision is in range).
 * A new item revises an older one (:func:`revises`) when it says so — a
-  revision cue ("actually", "instead", "from now on", "change of plan", in
-  several languages) and at least two significant words of the older one,
-  or two fifths of them — or when both say the same but for one number. The
+  revision cue ("actually", "from now on", "change of plan", "no longer", in
+  several languages; "instead" or "rather" only state a preference) and at least two significant words (four letters or
+  more, or with a digit) of the older one and a third of them — or when both
+  say the same but for one number. The
   older one is then marked :data:`SUPERSEDED`. Two similar rules
   without a cue ("never touch a/", "never touch b/") are both kept.
 * Pure and deterministic.
@@ -34,17 +35,17 @@ _STOP = frozenset(
     | {"plan", "change", "der", "die", "das", "und", "los", "las", "del", "que", "les", "des", "une", "pas"}
 )
 _CUE = re.compile(
-    r"(?<!\w)(?:actually|instead|rather|on second thought|changed? my mind|change of plan|scratch that|"
+    r"(?<!\w)(?:actually|on second thought|changed? my mind|change of plan|scratch that|"
     r"forget (?:that|what i said|the earlier)|ignore (?:my|the) (?:earlier|previous)|no longer|not any ?more|"
-    r"from now on|after all|going forward|correction|switch(?:ed)? to|let'?s go with|revert(?:ed)? to|"
-    r"doch|stattdessen|lieber|eigentlich|vergiss|nicht mehr|ab jetzt|ab sofort|korrektur|"
-    r"en realidad|mejor|en lugar de|en vez de|olvida|ya no|a partir de ahora|cambi[eé] de opini[oó]n|"
-    r"en fait|plutôt|au lieu de|finalement|oublie|désormais|à partir de maintenant|j'ai changé d'avis|"
-    r"invece|anzi|in realtà|non più|d'ora in poi|na verdade|em vez de|ao invés de|a partir de agora)(?!\w)"
-    r"|やっぱり|やはり|代わりに|ではなく|訂正|これからは|今後は|やめます|改为|还是|不再",
+    r"from now on|after all|going forward|correction|let'?s go with|revert(?:ed)? to|"
+    r"doch|eigentlich|vergiss|nicht mehr|ab jetzt|ab sofort|korrektur|"
+    r"en realidad|olvida|ya no|a partir de ahora|cambi[eé] de opini[oó]n|"
+    r"en fait|finalement|oublie|désormais|à partir de maintenant|j'ai changé d'avis|"
+    r"anzi|in realtà|non più|d'ora in poi|na verdade|a partir de agora)(?!\w)"
+    r"|やっぱり|やはり|訂正|これからは|今後は|やめます|改为|还是|不再",
     re.I,
 )
-_WORD = re.compile(r"\w{3,}|[^\W\d_a-zA-Z]{2,}")
+_WORD = re.compile(r"[^\W\d_]{4,}|\w*\d\w*|[^\W\d_a-zA-Z\u00c0-\u024f]{2,}")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 
 
@@ -55,8 +56,16 @@ def key(item: str) -> str:
     return " ".join(re.sub(r"[`*_]", "", text.lower()).split()).rstrip(" .;")
 
 
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
+_HIRAGANA = re.compile(r"^[\u3040-\u309f]+$")
+
+
 def _words(item: str) -> set[str]:
-    return {w for w in _WORD.findall(key(item)) if w not in _STOP and not w.isdigit()}
+    """Significant words; in a script written without spaces, its character pairs (not kana-only ones)."""
+    text = key(item)
+    words = {w for w in _WORD.findall(_CJK.sub(" ", text)) if w not in _STOP and not w.isdigit()}
+    pairs = {run[n : n + 2] for run in _CJK.findall(text) for n in range(len(run) - 1)}
+    return words | {p for p in pairs if not _HIRAGANA.match(p)}
 
 
 def revises(new: str, old: str) -> bool:
@@ -65,7 +74,7 @@ def revises(new: str, old: str) -> bool:
         return False
     old_words, new_words = _words(old), _words(new)
     shared = old_words & new_words
-    if _CUE.search(new) and old_words and (len(shared) >= 2 or len(shared) >= 0.4 * len(old_words)):
+    if _CUE.search(new) and len(shared) >= 2 and len(shared) >= 0.34 * len(old_words):
         return True
     old_tokens, new_tokens = key(old).split(), key(new).split()
     changed = [n for n, (a, b) in enumerate(zip(old_tokens, new_tokens)) if a != b]
