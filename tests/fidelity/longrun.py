@@ -108,7 +108,7 @@ def long_run(window: Window, seed: int = 28) -> Scenario:
 
 
 _FILE_BLOCK = re.compile(r"<(read-files|modified-files)>.*?</\1>", re.S)
-_ITEM = re.compile(r"^\s*(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+|>\s*)(.*)$")
+_ITEM = re.compile(r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)(.*)$")
 _COUNT = re.compile(r"not listed|left out", re.I)
 _GATE = "[gate]"
 

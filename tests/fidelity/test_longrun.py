@@ -72,8 +72,8 @@ def test_no_item_is_repeated_and_observations_are_not_constraints(long_report: L
 
 def test_the_summary_size_levels_off(long_report: LongReport) -> None:
     sizes = long_report.sizes
-    early, middle, late = max(sizes[:12]), max(sizes[12:30]), max(sizes[30:])
-    assert late <= 1.25 * early and late <= 1.15 * middle, sizes
+    half = len(sizes) // 2
+    assert max(sizes[half:]) <= 1.2 * max(sizes[:half]), sizes  # no sustained growth
     assert max(sizes) < 3_000, sizes  # a fraction of the 9k window
 
 

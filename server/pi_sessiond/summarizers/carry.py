@@ -13,7 +13,8 @@ Invariants:
   summary gives only its goal/constraint sections): the
   Constraints & Preferences items, the Key Decisions, the Next Steps (open
   TODOs), the backticked identifiers of the Critical Context identifier
-  lines, its "Last error" and its latest request. A split-turn part (after
+  lines, its "Last error" and its latest request (whose directions count as
+  constraints: a summary names them once, in the verbatim request). A split-turn part (after
   Pi's separator, or quoted by an earlier merge) adds the requirements its
   Original Request quotes verbatim (``>`` lines: a model's own paraphrase is
   no user direction) and the labelled items of its Context Needed to
@@ -27,7 +28,8 @@ Invariants:
   A carried item marked superseded is dropped and listed in
   ``Facts.replaced`` (the gate takes copies of it out); the carried
   last error only when the range has no error of its own, the carried
-  request only when the range has no request.
+  request only when the range has no request and it says more than the
+  directions carried anyway (else it would name them twice).
 * Goals: the earlier Goal items, at most ``GOALS_KEPT`` (the first and the
   newest). A replaced latest request is not a goal (its directions are
   constraints already).
@@ -52,7 +54,7 @@ from pi_sessiond.summarizers.cues import constraint_sentences
 from pi_sessiond.summarizers.facts import SUPERSEDED, Facts, bounded, dedupe
 from pi_sessiond.summarizers.gate import MARK
 from pi_sessiond.summarizers.offline_merge import CURRENT
-from pi_sessiond.summarizers.revise import dedupe_items, merge_items
+from pi_sessiond.summarizers.revise import dedupe_items, key, merge_items
 from pi_sessiond.summarizers.summary_parse import SPLIT_TURN_TITLE, parse_sections, parse_summary, split_turn_part
 from pi_sessiond.summarizers.todos import is_ticked, names_changed_file
 
@@ -109,8 +111,9 @@ def _from_items(constraints: list[str], decisions: list[str], todos: list[str], 
     errors = [_after_label(i, _ERROR) for i in context if i.startswith(_ERROR)]
     requests = [_after_label(i, _REQUEST) for i in context if i.startswith(_REQUEST)]
     ids = [m for i in context if i.startswith("Identifiers") for m in _TICK.findall(i)]
+    said = constraint_sentences(requests[-1]) if requests else []  # the verbatim request names its directions
     return Carried(
-        constraints=tuple(constraints),
+        constraints=tuple(dedupe_items([*constraints, *said])),
         decisions=tuple(decisions),
         todos=tuple(todos),
         identifiers=tuple(ids),
@@ -191,9 +194,16 @@ def carry_forward(facts: Facts, previous: str | None, messages: Sequence[JsonDic
         todos=tuple(dedupe([*facts.todos, *todos])[:TODOS_KEPT]),
         identifiers=tuple(ids),
         last_error=error,
-        last_request=facts.last_request or old.last_request,
+        last_request=facts.last_request or _still_said(old.last_request, constraints),
         replaced=tuple(dedupe([*facts.replaced, *replaced])),
     )
+
+
+def _still_said(request: str, constraints: Sequence[str]) -> str:
+    """A carried request, unless every sentence of it is carried as a direction already (said once)."""
+    listed = {key(c) for c in constraints}
+    rest = [s for s in constraint_sentences(request) if key(s) not in listed]
+    return request if rest or not constraint_sentences(request) else ""
 
 
 def _bounded_goals(goals: list[str]) -> list[str]:

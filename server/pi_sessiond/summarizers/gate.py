@@ -12,6 +12,8 @@ Invariants:
 * A fact counts as present when its text appears in the summary with case,
   whitespace, backticks and emphasis ignored; for an error, when its
   decisive lines (the last lines naming the failure) all appear.
+* A direction the latest request (written verbatim) contains is not listed
+  again (:mod:`.carry` reads it back from the request).
 * Facts carried from an earlier summary (:mod:`.carry`) are required alike;
   a constraint or decision marked superseded counts as present by its text
   without the mark.
@@ -116,13 +118,15 @@ def missing_facts(summary: str, facts: Facts) -> list[Added]:
     """The facts ``summary`` lacks, as additions (constraints, request, error, identifiers)."""
     have = flat(summary)
     added = [Added("goal", g) for g in facts.goals if not present(g, have)]
+    request = [Added("lastRequest", facts.last_request)] if facts.last_request and not present(
+        facts.last_request[:300], have) else []
+    said = have + " " + flat(facts.last_request)  # a direction the verbatim request says is said once
     counted = flat(LEFT_OUT) in have  # one count of left-out directions is enough
     added += [Added("constraint", c) for c in facts.constraints
-              if not present(c.removesuffix(SUPERSEDED), have) and not (counted and c.startswith(LEFT_OUT))]
+              if not present(c.removesuffix(SUPERSEDED), said) and not (counted and c.startswith(LEFT_OUT))]
     added += [Added("decision", d) for d in facts.decisions if not present(d.removesuffix(SUPERSEDED), have)]
     added += [Added("todo", t) for t in facts.todos if not present(t, have)]
-    if facts.last_request and not present(facts.last_request[:300], have):
-        added.append(Added("lastRequest", facts.last_request))
+    added += request
     if facts.last_error and not error_present(facts.last_error, have):
         added.append(Added("lastError", facts.last_error))
     have += " " + " ".join(flat(a.text) for a in added)

@@ -57,6 +57,7 @@ CHARS_PER_TOKEN = 4
 _LIMITS = {"goal": 12, "done": 40, "decisions": 10, "next": 8, "ids": 20}
 IDS_KEPT = 30  # identifiers of the range and carried ones, in one line
 _IDS_LABEL = "Identifiers in recent use: "
+_REQUEST_ITEMS = ("Last user request", "Latest user request")
 _CURRENT = CURRENT
 _STOPWORDS = STOPWORDS
 
@@ -268,7 +269,8 @@ def _history_sections(found: Extraction, request: SummaryRequest, focus: frozens
         new = merge(previous, new, found.done_paths)
     new["constraints"] = revised_within(found.constraints)
     _carried_in(new, found, request)
-    said = [key(g) for g in new["goal"]]
+    requested = [i for i in new["critical"] if i.startswith(_REQUEST_ITEMS)]
+    said = [key(g) for g in [*new["goal"], *requested]]  # a direction the task or the request names: once
     new["constraints"] = bounded([c for c in new["constraints"] if not any(key(c) in g for g in said)])
     keys = _HISTORY if request.purpose == "history" else _BRANCH
     return [_Section(k, new[k], newest_first=k == "next") for k in keys]
@@ -302,6 +304,8 @@ def _carried_in(sections: dict[str, list[str]], found: Extraction, request: Summ
         return [i for i in items if not present(i.removesuffix(SUPERSEDED), have)]
 
     sections["goal"] += missing("goal", carried.goals)
+    if not found.last_request and not carried.last_request:  # its sentences are all listed as directions
+        sections["critical"] = [i for i in sections["critical"] if not i.startswith(_REQUEST_ITEMS)]
     if carried.identifiers:
         line = _IDS_LABEL + ", ".join(f"`{i}`" for i in carried.identifiers[:IDS_KEPT])
         kept = [i for i in sections["critical"] if not i.startswith("Identifiers")]
@@ -380,18 +384,22 @@ def _fit(sections: list[_Section], budget: int, focus: frozenset[str], *, spare:
     sizes = [_part_size(section) for section in sections]
     for keep in (True, False):
         while sum(sizes) + 2 * (len(sections) - 1) > budget:
-            candidates = [s for s in sections if any(_droppable(s, i, keep, spare) for i in s.items)]
+            candidates = [s for s in sections if _order(s, keep, spare)]
             if not candidates:
                 break
             section = max(candidates, key=lambda s: sum(len(i) for i in s.items))
-            indexes = range(len(section.items) - 1, -1, -1) if section.newest_first else range(len(section.items))
-            order = [i for i in indexes if _droppable(section, section.items[i], keep, spare)]
-            if section.key == "goal" and len(order) > 1:
-                order = [i for i in order if i != 0]
+            order = _order(section, keep, spare)
             plain = [i for i in order if not _matches(section.items[i], focus)]
             del section.items[(plain or order)[0]]
             section.left_out += 1
             sizes[sections.index(section)] = _part_size(section)
+
+
+def _order(section: _Section, keep: bool, spare: bool) -> list[int]:
+    """The indexes of the items of ``section`` that may go, first to go first (the task, the first goal, never)."""
+    indexes = range(len(section.items) - 1, -1, -1) if section.newest_first else range(len(section.items))
+    order = [i for i in indexes if _droppable(section, section.items[i], keep, spare)]
+    return [i for i in order if i != 0] if section.key == "goal" else order
 
 
 def _part_size(section: _Section) -> int:

@@ -57,8 +57,10 @@ def edit(path: str) -> dict[str, object]:
 
 def test_a_previous_summary_is_read_into_facts() -> None:
     carried = read_summary(PREVIOUS)
+    # the latest request, written verbatim, names its directions: they are carried as constraints
     assert carried.constraints == (
-        "Never touch `legacy/` without asking.", "Kein `unwrap()` im Produktionscode.", "Usa siempre tabulaciones.")
+        "Never touch `legacy/` without asking.", "Kein `unwrap()` im Produktionscode.", "Usa siempre tabulaciones.",
+        "Make the importer stream rows.")
     assert carried.decisions == ("**Use `csv` crate instead of a hand-written parser**: it handles quoting",)
     assert carried.todos == ("Wire `import()` into the CLI", "Update `docs/import.md`")
     assert carried.identifiers == ("src/csv.rs", "import()", "v0.4.2")
@@ -89,7 +91,7 @@ def test_a_model_that_drops_the_previous_facts_is_repaired() -> None:
     for needle in ("Never touch `legacy/` without asking.", "Kein `unwrap()`", "src/csv.rs:88:5", "`v0.4.2`",
                    "Zeig mir die Tests."):
         assert needle in twice.text
-    assert twice.text.count(CARRIED_ERROR) == 1 and "Make the importer stream rows." not in twice.text
+    assert twice.text.count(CARRIED_ERROR) == 1 and twice.text.count("Make the importer stream rows.") == 1
 
 
 def test_a_newer_error_and_a_restated_constraint_win() -> None:
@@ -132,7 +134,9 @@ def test_a_split_turn_part_is_carried_too() -> None:
     facts = extract_facts([user("Bitte keine globalen Variablen. Fix the parser.")])
     turn = repair("## Original Request\n> fix it\n\n## Progress So Far\n- read files", facts, "turnPrefix",
                   TURN_PREFIX_HEADINGS).text
-    assert f"- {MARK}Constraint: Bitte keine globalen Variablen." in turn
+    # the verbatim request names the direction: it is not listed twice, and it is read back from there
+    assert f"- {MARK}Latest user request (verbatim): Bitte keine globalen Variablen. Fix the parser." in turn
+    assert "Constraint: Bitte keine" not in turn
     text = "## Goal\n- old\n\n## Progress\n### Done\n(none)" + SPLIT_TURN_SEPARATOR + turn
     carried = read_summary(text)
     assert "Bitte keine globalen Variablen." in carried.constraints
