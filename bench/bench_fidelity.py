@@ -146,8 +146,9 @@ def print_long(reports: list[LongReport]) -> None:
         print(f"| {cls} | " + " | ".join(pct(by_class(r.hits).get(cls)) for r in reports) + " |")
     print("\nLong runs: what the summaries say (compactions with …, of all)\n\n" + head)
     rows = {"a direction repeated": lambda lk: lk.repeats, "a direction marked superseded": lambda lk: lk.marked,
-            "a direction gone without a count": lambda lk: lk.gone, "a direction gone (counted)": lambda lk: lk.missing,
-            "a duplicated list item": lambda lk: lk.duplicates, "an observation under Constraints": lambda lk: lk.remarks}
+            "a direction gone without a count": lambda lk: lk.gone,
+            "a direction gone (counted)": lambda lk: lk.missing, "a duplicated list item": lambda lk: lk.duplicates,
+            "an observation under Constraints": lambda lk: lk.remarks}
     for label, get in rows.items():
         print(f"| {label} | " + " | ".join(f"{sum(bool(get(lk)) for lk in r.looks)}/{len(r.looks)}"
                                              for r in reports) + " |")

@@ -8,10 +8,9 @@ request of a split turn asks for other sections than the history request;
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
-
-import re
 
 from tests.loopback_provider import default_reply, first_user_text
 

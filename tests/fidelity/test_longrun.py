@@ -43,7 +43,8 @@ def model_run(window: Window, folder: Path, name: str) -> LongReport:
 
 
 RUNS = {"offline-24k": lambda f: offline_run(SMALL, f), "offline-9k": lambda f: offline_run(TINY, f),
-        "incomplete-9k": lambda f: model_run(TINY, f, "incomplete"), "copies-9k": lambda f: model_run(TINY, f, "copies")}
+        "incomplete-9k": lambda f: model_run(TINY, f, "incomplete"),
+        "copies-9k": lambda f: model_run(TINY, f, "copies")}
 
 
 @pytest.fixture(scope="module", params=list(RUNS))

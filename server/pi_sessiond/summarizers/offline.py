@@ -313,8 +313,8 @@ def _carried_in(sections: dict[str, list[str]], found: Extraction, request: Summ
     if carried.last_error and not error_present(carried.last_error, flat("\n".join(sections["critical"]))):
         at = next((n for n, i in enumerate(sections["critical"]) if i.startswith("Last error:")), None)
         kept = [i for i in sections["critical"] if not i.startswith("Last error:")]
-        sections["critical"] = kept[:at] + [f"Last error: {carried.last_error}"] + kept[at:] if at is not None \
-            else [*kept, f"Last error: {carried.last_error}"]
+        at = len(kept) if at is None else at
+        sections["critical"] = [*kept[:at], f"Last error: {carried.last_error}", *kept[at:]]
     sections["constraints"] = list(carried.constraints)
     gone = {key(i) for i in carried.replaced}
     sections["decisions"] = [d for d in sections["decisions"] if key(d) not in gone]

@@ -77,8 +77,10 @@ def revises(new: str, old: str) -> bool:
     if _CUE.search(new) and len(shared) >= 2 and len(shared) >= 0.34 * len(old_words):
         return True
     old_tokens, new_tokens = key(old).split(), key(new).split()
-    changed = [n for n, (a, b) in enumerate(zip(old_tokens, new_tokens)) if a != b]
-    return (len(old_tokens) == len(new_tokens) >= 4 and len(changed) == 1
+    if len(old_tokens) != len(new_tokens) or len(old_tokens) < 4:
+        return False
+    changed = [n for n, (a, b) in enumerate(zip(old_tokens, new_tokens, strict=True)) if a != b]
+    return (len(changed) == 1
             and bool(_NUMBER.search(old_tokens[changed[0]])) and bool(_NUMBER.search(new_tokens[changed[0]])))
 
 
