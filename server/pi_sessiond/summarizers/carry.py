@@ -100,8 +100,10 @@ def read_summary(text: str) -> Carried:
     critical = sections.get("critical", [])
     quoted = [_unquote(i) for i in critical if i.startswith(SPLIT_TURN_TITLE)]
     turns = [parse_sections(q) for q in quoted] + [split_turn_part(text)]
+    # a branch summary has no Critical Context: the gate's labelled items sit under In Progress / Blocked
+    labelled = [*critical, *sections.get("in_progress", []), *sections.get("blocked", [])]
     parts = [_from_items(sections.get("constraints", []), sections.get("decisions", []),
-                         sections.get("next", []), critical)]
+                         sections.get("next", []), labelled)]
     parts[0] = attrs.evolve(parts[0], goals=tuple(g.removesuffix(CURRENT) for g in sections.get("goal", [])))
     parts += [_from_turn(turn) for turn in turns if turn]
     return combine_read(parts)
