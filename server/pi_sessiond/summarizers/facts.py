@@ -25,8 +25,9 @@ Invariants:
   model error or error output pasted by the user, reduced to its decisive
   lines (:func:`decisive_lines`).
 * TODOs: the assistant's next steps still open at the end of the range
-  (:func:`~.todos.open_todos`). ``decisions`` and ``goals`` are empty here: only
-  an earlier summary's Key Decisions and Goal items are hard facts (:mod:`.carry`).
+  (:func:`~.todos.open_todos`). Decisions: the newest ``DECISIONS_KEPT`` the
+  assistant stated with their reason (:mod:`.decisions`). ``goals`` is empty
+  here: only an earlier summary's Goal items are facts (:mod:`.carry`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import attrs
 from pi_protocol.base import JsonDict
 from pi_sessiond.summarizers.bashfiles import changed_paths
 from pi_sessiond.summarizers.cues import constraint_sentences, cue_strength, decisive_lines
+from pi_sessiond.summarizers.decisions import decisions_in
 from pi_sessiond.summarizers.revise import SUPERSEDED as SUPERSEDED
 from pi_sessiond.summarizers.revise import revised_within
 from pi_sessiond.summarizers.segment import pasted_of, prose_of
@@ -55,6 +57,7 @@ _FAILURE = re.compile(
     re.M | re.I,
 )
 IDENTIFIERS_KEPT = 40
+DECISIONS_KEPT = 8
 _IDENTIFIER = re.compile(
     r"`([^`\n]{2,120})`"
     r"|(https?://[^\s)>\]\"']+)"
@@ -187,6 +190,8 @@ def extract_facts(messages: Sequence[JsonDict]) -> Facts:
         last_request=latest_request(users),
         last_error=last_error,
         identifiers=tuple(_identifiers(messages, users)),
+        decisions=tuple(decisions_in(message_text(m) for m in messages
+                                     if isinstance(m, dict) and m.get("role") == "assistant")[-DECISIONS_KEPT:]),
         todos=tuple(open_todos(messages)),
     )
 
