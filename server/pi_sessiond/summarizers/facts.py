@@ -15,7 +15,8 @@ Invariants:
   same calls recorded in a codemode result's ``nestedCalls.calls``, and the
   paths a ``bash`` call (or a user ``!command``) changes
   (:func:`~.bashfiles.changed_paths`). A modified file is never also listed
-  as read.
+  as read; a relative name a bash command used for a file a tool call named
+  with its folders is not listed again.
 * Constraints are, recall first, every sentence or list item of the user
   messages that directs the work (code blocks and pasted logs skipped; the
   whole message scanned; :mod:`.cues`), verbatim, in order, de-duplicated,
@@ -126,8 +127,13 @@ class _Files:
             self.by_bash.setdefault(path, None)
 
     def freeze(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        # a relative name bash used for a file a tool call named in full is the same file: named once
+        tools = [p for p in self.by_tool if "/" in p]
+        bash = [p for p in self.by_bash
+                if p not in self.by_tool and not any(t.endswith("/" + p.removeprefix("./")) for t in tools)]
+        modified = [p for p in self.modified if p in self.by_tool or p in bash]
         read = tuple(p for p in self.read if p not in self.modified)
-        return read, tuple(self.modified), tuple(p for p in self.by_bash if p not in self.by_tool)
+        return read, tuple(modified), tuple(bash)
 
 
 def _calls(msg: JsonDict) -> Iterator[tuple[object, object]]:
