@@ -72,7 +72,7 @@ _ASKING = re.compile(
 )
 # Greetings and acknowledgements (several languages): a sentence of nothing else is chatter.
 _ACK = re.compile(
-    r"(?<!\w)(?:thanks?(?: you)?|thx|ok(?:ay)?|great|cool|nice|perfect|awesome|good|fine|sure|yes|yep|right|"
+    r"(?<!\w)(?:thanks?(?: you)?|thx|ok(?:ay)?|great|cool|nice|perfect|awesome|good|fine|sure|yes|yep|right|wow|"
     r"alright|hi|hello|hey|morning|sounds good|got it|looks good|lgtm|danke(?: schön)?|super|prima|gut|klasse|"
     r"passt|hallo|moin|ja|genau|gracias|vale|perfecto|genial|hola|bien|sí|merci|parfait|d'accord|bonjour|salut|"
     r"oui|grazie|ciao|perfetto|obrigad[oa]|спасибо|ありがとう(?:ございます)?|了解(?:です)?|おはよう(?:ございます)?|"
@@ -122,7 +122,8 @@ def _chatter(sentence: str) -> bool:
 _OBSERVED = re.compile(
     r"^(?:i|we)(?: just| also)? (?:suspect|think|guess|believe|wonder|noticed|saw|checked|looked|tried|ran|feel|"
     r"assume|bet|doubt)\b|\b(?:seems?|seemed|looks like|looked|apparently|probably|maybe|perhaps|yesterday|"
-    r"last (?:night|week)|this morning)\b|^ich (?:vermute|glaube|denke|schätze|habe|sah)\b|"
+    r"last (?:night|week)|this morning|looks (?:fine|good|right|ok|great)|"
+    r"(?:it|everything|all|that|this) (?:works|worked|passes|passed|is green|runs))\b|^ich (?:vermute|glaube|denke|schätze|habe|sah)\b|"
     r"\b(?:vielleicht|wahrscheinlich|anscheinend|scheint|gestern)\b|^(?:sospecho|creo|supongo|pienso|vi|noté)\b|"
     r"\b(?:quizás|tal vez|probablemente|parece|ayer)\b|^je (?:soupçonne|pense|crois|suppose|vois|ai vu|ai remarqué)\b|"
     r"\b(?:peut-être|probablement|semble)\b|と思います|かもしれ|たぶん|おそらく|ようです|みたいです|"
