@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import re
 
+from pi_sessiond.summarizers.cues import cue_strength
+from pi_sessiond.summarizers.segment import prose_of, units
+
 _INSPECT = re.compile(
     r"(?:ls|cat|grep|rg|find|head|tail|wc|echo|pwd|which|tree|file|stat|sed -n|git (?:status|diff|log|show))\b"
 )
@@ -103,9 +106,6 @@ TASK_CHARS = 300
 def task_of(text: str) -> str:
     """What a request asks, in a sentence or two: its first prose sentence, and the next one when the first
     is short (under 60 characters) and the next one no rule of its own (no cue), at most ``TASK_CHARS``."""
-    from pi_sessiond.summarizers.cues import cue_strength
-    from pi_sessiond.summarizers.segment import prose_of, units
-
     said = [unit for unit, _ in units(prose_of(text))]
     if not said:
         return condense(text, TASK_CHARS)
