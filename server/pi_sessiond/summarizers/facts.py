@@ -47,7 +47,6 @@ from pi_sessiond.summarizers.revise import revised_within
 from pi_sessiond.summarizers.segment import pasted_of, prose_of
 from pi_sessiond.summarizers.todos import open_todos
 
-
 REQUEST_CHARS = 1500
 CONSTRAINT_CHARS = 16_000
 LEFT_OUT = "… more user directions not listed (size bound): "
