@@ -13,8 +13,8 @@ Invariants:
   emphasis (``**bold**``, a closing ``!``) or a quoted requirement.
   An observation with no cue is no direction either (:func:`is_remark`: the
   user's guess or report — "I suspect …", "it seems …", "yesterday …" — or
-  an acknowledgement followed by a few words, "Great, all green."; at most
-  ``REMARK_WORDS`` words).
+  an acknowledgement followed by a few words judging the work, "Great, all
+  green." — not "OK, use tabs."; at most ``REMARK_WORDS`` words).
   ``cue_strength`` grades a sentence by those cues (the size bound of
   :mod:`.facts` drops the uncued ones first).
 * ``decisive_lines(text)``: a short text whole; a long one reduced to its
@@ -131,6 +131,13 @@ _OBSERVED = re.compile(
     r"我觉得|我猜|好像|似乎",
     re.I,
 )
+# What an acknowledgement says about the work ("all green", "it works"): with one, "OK, …" is a remark;
+# without ("OK, use tabs.") it may well be a direction.
+_VERDICT = re.compile(
+    r"(?<!\w)(?:green|grün|verde|vert|works?|worked|pass(?:es|ed)?|fine|good|great|nice|done|correct|right|"
+    r"perfect|better|clean|funktioniert|funciona|marche|fonctionne|passt|ok)(?!\w)|通り|動|成功|できました",
+    re.I,
+)
 _ACK_LED = re.compile(rf"^{_ACK.pattern}[\s,!.、，]+", re.I)
 
 
@@ -141,7 +148,7 @@ def is_remark(sentence: str) -> bool:
     if _OBSERVED.search(sentence):
         return True
     rest = _ACK_LED.sub("", sentence, count=1)
-    return rest != sentence and len(re.findall(r"\w+", rest)) <= 5
+    return rest != sentence and len(re.findall(r"\w+", rest)) <= 5 and _VERDICT.search(rest) is not None
 
 
 def _question(sentence: str) -> bool:
