@@ -4,6 +4,8 @@
 holds the generator's own filler vocabulary, ``sessions`` writes Pi v3 session
 files with planted facts, ``runner`` compacts them as a user would (the real
 ``pi-sessiond`` command line and daemon), ``score`` string-matches the written
-entries. Nothing here imports or reads ``pi_sessiond.summarizers``: the suite
-measures the extractor, it must not share its vocabulary.
+entries, ``longrun`` compacts one session 46 times and reads what each summary
+says (repeats, superseded marks, silent drops, duplicates, size). Nothing here
+imports or reads ``pi_sessiond.summarizers``: the suite measures the extractor,
+it must not share its vocabulary.
 """

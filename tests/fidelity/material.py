@@ -131,3 +131,85 @@ def padding(rng: Random, kind: str, lines: int) -> str:
         "cargo-test-progress": lambda i: f"test {noun()}::tests::{verb()}_{i} ... ok",
     }[kind]
     return "\n".join(make(i) for i in range(lines))
+
+
+# ---------------------------------------------------------------- the soft classes
+# Written for the suite, apart from the summarizers: assistant decisions with their reason,
+# identifiers named in plain prose, open next steps said in prose or as a numbered plan, and
+# preferences the user later reverses. Each item is (text, match…); a match occurs nowhere else.
+
+# (sentence, (the choice, its reason)): both must be kept.
+DECISIONS = [
+    ("I'll keep the CSV writer synchronous, because the queue worker already runs it in its own thread.",
+     ("keep the CSV writer synchronous", "already runs it in its own thread")),
+    ("The export cursor goes into Redis rather than the jobs table, since that table is locked during the "
+     "nightly vacuum.", ("export cursor goes into Redis", "locked during the nightly vacuum")),
+    ("We'll use one queue per tenant: a shared queue would let one large tenant starve the others.",
+     ("one queue per tenant", "starve the others")),
+    ("I decided to retry only on 5xx responses, as retrying a 4xx would just repeat a request the server "
+     "already rejected.", ("retry only on 5xx responses", "the server already rejected")),
+    ("Going with write-to-temp-then-rename for the export files so that a crash never leaves a half-written "
+     "file behind.", ("write-to-temp-then-rename", "half-written file")),
+    ("I chose not to cache the FX rates in memory — they change during the day and a cache would go stale.",
+     ("not to cache the FX rates", "a cache would go stale")),
+    ("Instead of replacing the cron outright, the new path sits behind a feature flag, which lets us fall "
+     "back within minutes.", ("the new path sits behind a feature flag", "fall back within minutes")),
+    ("Batches stay at 250 rows because larger ones hit the 30-second statement timeout on the staging "
+     "replica.", ("Batches stay at 250 rows", "30-second statement timeout")),
+]
+
+# (sentence, identifier): an exact value the work relies on, named without backticks.
+SAID_IDS = [
+    ("The last good build was commit 4be1c07d, before the serializer change.", "4be1c07d"),
+    ("The new timeout lives in EXPORT_QUEUE_TIMEOUT_MS in the settings module.", "EXPORT_QUEUE_TIMEOUT_MS"),
+    ("I pinned httpx to 0.27.2 since the next minor release changed the proxy arguments.", "0.27.2"),
+    ("The batch size is read from ledger.export.max_batch_rows at start-up.", "ledger.export.max_batch_rows"),
+    ("Staging runs the image tag ledger-svc:2025.11.3-rc2 right now.", "ledger-svc:2025.11.3-rc2"),
+    ("The failing job was job_7f3a91, and the retry picked it up again.", "job_7f3a91"),
+    ("The worker takes the queue name from INVOICE_QUEUE_NAME.", "INVOICE_QUEUE_NAME"),
+    ("Migration 0042_add_export_cursor is the last one applied on staging.", "0042_add_export_cursor"),
+    ("The lag panel on the dashboard is keyed by export.lag.p95.", "export.lag.p95"),
+    ("That regression came in with release 3.18.0 of the payments client.", "3.18.0"),
+]
+
+# (text, match): a step still open when the answer ends.
+PLANS = [
+    ("Next, I'll wire the retry counter into the Grafana export board.",
+     "wire the retry counter into the Grafana export board"),
+    ("After that, the staging fixtures need regenerating from the October dump.",
+     "staging fixtures need regenerating"),
+    ("Then I still have to document the rollback switch for the on-call rotation.",
+     "document the rollback switch"),
+    ("Once this is merged I'll ask ops to raise the worker concurrency to eight.",
+     "raise the worker concurrency to eight"),
+    ("What is left:\n1. Drain the old cron queue before the switch.\n2. Move the tenants over in three waves.",
+     "Move the tenants over in three waves"),
+    ("Remaining: compare the row counts of both exporters for a full week.",
+     "compare the row counts of both exporters"),
+]
+
+# Per language: (earlier text, its match), (later text that reverses it, its match). The earlier
+# match occurs in neither the later text nor anywhere else.
+PREFERENCES = {
+    "en": [(("Use tabs for indentation in the generated fixture files.", "tabs for indentation"),
+            ("Actually, use four spaces in the fixture files instead of tabs.", "use four spaces in the fixture"))],
+    "de": [(("Die Logausgabe bitte auf Deutsch.", "Logausgabe bitte auf Deutsch"),
+            ("Doch lieber die Logausgabe auf Englisch, nicht auf Deutsch.", "Logausgabe auf Englisch"))],
+    "es": [(("Prefiero que los nombres de las tablas vayan en singular.", "tablas vayan en singular"),
+            ("Mejor en plural: los nombres de las tablas van en plural a partir de ahora.", "tablas van en plural"))],
+    "ja": [(("日付は和暦で表示してください。", "和暦で表示"),
+            ("やっぱり日付は西暦で表示してください。和暦はやめます。", "西暦で表示"))],
+    "fr": [(("Je préfère des fonctions courtes, une par fichier.", "une par fichier"),
+            ("Finalement, regroupe les fonctions par module, pas de fichier séparé pour chacune.",
+             "regroupe les fonctions par module"))],
+}
+
+# What a user says that directs nothing: observations and acknowledgements.
+REMARKS = {
+    "en": ["I suspect float rounding.", "Great, all green.", "The dashboard looked odd yesterday evening.",
+           "I think the staging replica was just slow."],
+    "de": ["Ich vermute, es liegt an der Zeitzone.", "Super, alles grün."],
+    "es": ["Sospecho que es el redondeo.", "Genial, todo en verde."],
+    "ja": ["たぶん丸め誤差だと思います。", "いいですね、全部通りました。"],
+    "fr": ["Je soupçonne un problème d'arrondi.", "Super, tout est vert."],
+}

@@ -1,4 +1,5 @@
-"""Scripted loopback answers: an incomplete summary, one with other headings, one of a chosen size.
+"""Scripted loopback answers: an incomplete summary, one that copies the previous constraints, one with other
+headings, one of a chosen size.
 
 Each is a callable of the request body (``Fault.reply``). The turn-prefix
 request of a split turn asks for other sections than the history request;
@@ -7,10 +8,11 @@ request of a split turn asks for other sections than the history request;
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
-from tests.loopback_provider import default_reply
+from tests.loopback_provider import default_reply, first_user_text
 
 INCOMPLETE = (
     "## Goal\n- Work on the exporter.\n\n## Constraints & Preferences\n- (none)\n\n"
@@ -37,6 +39,19 @@ def asks_turn_prefix(body: Any) -> bool:
 def incomplete(body: Any) -> str:
     """A well-formed summary that leaves out every file, constraint, error and the request."""
     return INCOMPLETE_PREFIX if asks_turn_prefix(body) else INCOMPLETE
+
+
+def copies_constraints(body: Any) -> str:
+    """Like :func:`incomplete`, but its Constraints section is the previous summary's, copied as it stands
+    (marks and all) — what a model that keeps the list it was given writes."""
+    if asks_turn_prefix(body):
+        return INCOMPLETE_PREFIX
+    user = first_user_text(body)
+    previous = user.partition("<previous-summary>\n")[2].partition("\n</previous-summary>")[0]
+    found = re.search(r"^## Constraints & Preferences\n(.*?)(?=^#{1,2} |^---|\Z)", previous, re.M | re.S)
+    items = found.group(1).strip() if found else ""
+    return INCOMPLETE.replace("## Constraints & Preferences\n- (none)", "## Constraints & Preferences\n" + items) \
+        if items else INCOMPLETE
 
 
 def other_headings(body: Any) -> str:

@@ -43,8 +43,10 @@ class Cli:
 
     name = "offline"
 
-    def __init__(self, agent_dir: Path, keep: int) -> None:
+    def __init__(self, agent_dir: Path, keep: int, window: int | None = None) -> None:
         agent_dir.mkdir(parents=True, exist_ok=True)
+        if window is not None:  # the summarizer's context window (its output limit follows from it)
+            (agent_dir / "settings.json").write_text(json.dumps({"summarizer": {"contextWindow": window}}))
         self.env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir)}
         self.keep = keep
 
@@ -73,7 +75,8 @@ class Daemon:
 
     name = "loopback"
 
-    def __init__(self, agent_dir: Path, keep: int, fault: Fault, loopback: LoopbackProvider) -> None:
+    def __init__(self, agent_dir: Path, keep: int, fault: Fault, loopback: LoopbackProvider,
+                 window: int | None = None) -> None:
         agent_dir.mkdir(parents=True, exist_ok=True)
         self.loopback = loopback
         loopback.set_default(fault)
@@ -82,8 +85,9 @@ class Daemon:
                                      stdout=subprocess.PIPE, env=env)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.rpc = RpcClient(self.proc.stdout, self.proc.stdin)
-        settings = {"summarizer": {"provider": "openai", "baseUrl": loopback.base_url + "/v1",
-                                   "model": "loopback", "apiKeyEnv": KEY_ENV},
+        summarizer = {"provider": "openai", "baseUrl": loopback.base_url + "/v1", "model": "loopback",
+                      "apiKeyEnv": KEY_ENV} | ({"contextWindow": window} if window is not None else {})
+        settings = {"summarizer": summarizer,
                     "retry": {"baseDelayMs": 1}, "compaction": {"keepRecentTokens": keep}}
         self.rpc.request("initialize", {"processId": os.getpid(), "capabilities": {},
                                         "initializationOptions": {"settings": settings}})

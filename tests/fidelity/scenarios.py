@@ -75,6 +75,15 @@ def _req(r: Request) -> tuple[str, str, str]:
     return r.text, r.match, r.id
 
 
+def _soft(seed: int) -> Iterator[dict[str, object]]:
+    """Per turn: one assistant decision, one identifier in prose, every other turn an open step (in turn)."""
+    n = seed
+    while True:
+        yield {"decisions": [M.DECISIONS[n % len(M.DECISIONS)]], "said_ids": [M.SAID_IDS[n % len(M.SAID_IDS)]],
+               "plan": [M.PLANS[n // 2 % len(M.PLANS)]] if n % 2 else []}
+        n += 1
+
+
 def _chunks(items: Sequence[Constraint], n: int) -> list[list[Constraint]]:
     return [list(items[i::n]) for i in range(n)]
 
@@ -93,13 +102,16 @@ def long_session(lang: str, size: Size, seed: int, held: HeldOut) -> Scenario:
     plain = [c for c in cons if c.kind != "override"]
     overs = [c for c in cons if c.kind == "override"]
     middle = _chunks(plain[5:], len(reqs) - 1)
+    (early, early_match), (later, later_match) = M.PREFERENCES[lang][0]
+    soft = _soft(seed)
     turns = [_turn(files, lang, reqs[0], size, goal=M.GOALS[lang], constraints=plain[:5], earlier=overs,
-                   identifiers=M.IDENTIFIERS[:2])]
+                   identifiers=M.IDENTIFIERS[:2], prefers=[(early, early_match, "")], **next(soft))]
     for i, req in enumerate(reqs[1:-1], start=1):
         last_middle = i == len(reqs) - 2
         turns.append(_turn(files, lang, req, size, error=rng.choice(held.errors), paste=i == 1,
                            constraints=middle[i - 1] + ((overs + middle[-1]) if last_middle else []),
-                           identifiers=[M.IDENTIFIERS[2 + i]], todos=M.TODOS[:2] if last_middle else []))
+                           identifiers=[M.IDENTIFIERS[2 + i]], todos=M.TODOS[:2] if last_middle else [],
+                           prefers=[(later, later_match, early_match)] if last_middle else [], **next(soft)))
     turns.append(_turn(files, lang, reqs[-1], size, tail=True, error=rng.choice(held.errors)))
     return Scenario(f"long-{lang}", lang, seed, [(turns, "compact")])
 
@@ -120,21 +132,25 @@ def repeated(size: Size, seed: int, held: HeldOut, rounds: int = 10) -> Scenario
     """Grow -> compact, ``rounds`` times; two rounds per user language."""
     rng, files = Random(seed), Files(Random(seed + 1))
     out = Scenario("repeated", "mixed", seed)
+    soft = _soft(seed)
     for r in range(rounds):
         lang = LANGS[(r // 2) % len(LANGS)]
         cons, reqs = held.constraints_of(lang), held.requests_of(lang)
         plain = _chunks([c for c in cons if c.kind != "override"], 4)
         overs = [c for c in cons if c.kind == "override"]
         k = 2 * (r % 2)
+        (early, early_match), (later, later_match) = M.PREFERENCES[lang][0]
         first = _turn(files, lang, reqs[k], size, error=rng.choice(held.errors), constraints=plain[k],
                       earlier=overs if k == 0 else [], goal=M.GOALS["en"] if r == 0 else None,
-                      identifiers=[M.IDENTIFIERS[r % len(M.IDENTIFIERS)]], todos=[M.TODOS[r % len(M.TODOS)]])
+                      identifiers=[M.IDENTIFIERS[r % len(M.IDENTIFIERS)]], todos=[M.TODOS[r % len(M.TODOS)]],
+                      prefers=[(early, early_match, "")] if k == 0 else [], **next(soft))
         ask = M.FOLLOW_UPS[lang].format(n=r + 1)
         middle = Turn(lang=lang, request=(ask, ask.rstrip(".。"), "follow-up"), steps=size.steps,
                       error=rng.choice(held.errors), identifiers=[M.IDENTIFIERS[(r + 5) % len(M.IDENTIFIERS)]],
-                      **files.work())  # type: ignore[arg-type]
+                      **next(soft), **files.work())  # type: ignore[arg-type]
         last = _turn(files, lang, reqs[k + 1], size, tail=True, error=rng.choice(held.errors),
-                     constraints=plain[k + 1] + (overs if k else []))
+                     constraints=plain[k + 1] + (overs if k else []),
+                     prefers=[(later, later_match, early_match)] if k else [])
         out.rounds.append(([first, middle, last], "compact"))
     return out
 

@@ -3,7 +3,9 @@
 Matching: both sides are NFKC-normalized, case-folded, quotes unified, Markdown
 backticks dropped and whitespace collapsed; a fact is kept when
 every one of its needles occurs in the entry's text (its ``summary`` plus every
-string in its ``details``).
+string in its ``details``) and what it ``replaced`` (an earlier preference) is
+gone from the summary or said to be replaced on every line naming it
+(:data:`REPLACED_MARK`).
 
 In range: a compaction summarizes the path before its ``firstKeptEntryId``; a
 branch summary the abandoned entries (their facts were re-attached to it). Of
@@ -14,6 +16,7 @@ classes count once per distinct needle set.
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -24,6 +27,8 @@ from tests.fidelity.sessions import CLASSES, Fact
 
 _QUOTES = str.maketrans({c: '"' for c in "„“”«»「」『』"} | {c: "'" for c in "‘’‚"})
 LAST = ("lastRequest", "lastError")
+# How a summary may say that an item no longer holds (any wording of these).
+REPLACED_MARK = re.compile(r"supersed|replaced|no longer (?:holds|applies)|overridden|obsolete", re.I)
 
 
 def normalize(text: str) -> str:
@@ -90,8 +95,16 @@ def score(summarizer: str, scenario: str, round_: int, facts: Sequence[Fact], en
           ids: Sequence[str]) -> list[Hit]:
     """Hits of one written entry (``None``: nothing was written, every fact is lost)."""
     text = entry_text(entry) if entry else ""
-    return [Hit(summarizer, scenario, round_, f, bool(entry) and all(normalize(n) in text for n in f.needles))
+    lines = [normalize(line) for line in str(entry.get("summary", "")).splitlines()] if entry else []
+    return [Hit(summarizer, scenario, round_, f, bool(entry) and all(normalize(n) in text for n in f.needles)
+                and all(replaced_or_gone(r, lines) for r in f.replaced))
             for f in in_range(facts, ids)]
+
+
+def replaced_or_gone(needle: str, lines: Sequence[str]) -> bool:
+    """Whether every line naming ``needle`` (normalized lines of a summary) says it was replaced."""
+    flat = normalize(needle)
+    return all(REPLACED_MARK.search(line) for line in lines if flat in line)
 
 
 def recall(hits: Iterable[Hit], key: Any) -> dict[Any, tuple[int, int]]:

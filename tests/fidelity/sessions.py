@@ -32,20 +32,26 @@ from tests.fidelity.heldout import Constraint, ErrorShape
 from pi_sessiond.examples.builder import Builder, Node
 from pi_sessiond.examples.generator import dumps
 
-CLASSES = ("modifiedFile", "readFile", "constraint", "lastRequest", "lastError", "identifier", "goal", "todo")
+CLASSES = ("modifiedFile", "readFile", "constraint", "lastRequest", "lastError", "identifier", "goal", "todo",
+           "decision", "preference")
 TARGETS = ("modifiedFile", "constraint", "lastRequest", "lastError")
 Json = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Fact:
-    """One planted fact: its class, the strings a summary must contain (all of them), where it is."""
+    """One planted fact: its class, the strings a summary must contain (all of them), where it is.
+
+    ``replaced``: what the fact replaces (an earlier preference); a summary keeps the fact only when
+    that is gone or every line naming it says it was replaced (:func:`~tests.fidelity.score.score`).
+    """
 
     cls: str
     needles: tuple[str, ...]
     entry_id: str
     lang: str = "-"
     note: str = ""
+    replaced: tuple[str, ...] = ()
 
 
 @dataclass
@@ -67,6 +73,13 @@ class Turn:
     todos: Sequence[str] = ()
     steps: int = 2
     paste: bool = False  # a long pasted log in the user message, constraints after it
+    # The generator's own material (tests/fidelity/material.py), not the held-out list:
+    directions: Sequence[tuple[str, str]] = ()  # (text, match): user directions, scored as constraints
+    remarks: Sequence[str] = ()  # what the user observes or acknowledges: no direction
+    prefers: Sequence[tuple[str, str, str]] = ()  # (text, match, match of the preference it replaces or "")
+    decisions: Sequence[tuple[str, tuple[str, ...]]] = ()  # (assistant sentence, needles: choice and reason)
+    said_ids: Sequence[tuple[str, str]] = ()  # (assistant sentence, the identifier it names in plain prose)
+    plan: Sequence[tuple[str, str]] = ()  # (text, match): open next steps said in prose or as a numbered plan
 
 
 @dataclass
@@ -93,8 +106,9 @@ class Planter:
         """Entry ids from the root to the leaf."""
         return [node.id for node in self.b.path]
 
-    def fact(self, cls: str, needles: Sequence[str], entry: Json, lang: str = "-", note: str = "") -> None:
-        self.facts.append(Fact(cls, tuple(needles), str(entry["id"]), lang, note))
+    def fact(self, cls: str, needles: Sequence[str], entry: Json, lang: str = "-", note: str = "",
+             replaced: Sequence[str] = ()) -> None:
+        self.facts.append(Fact(cls, tuple(needles), str(entry["id"]), lang, note, tuple(replaced)))
 
     def flush(self) -> None:
         """Append what the builder made since the last flush."""
@@ -121,8 +135,8 @@ class Planter:
 
     def reattach(self, gone: set[str], entry_id: str) -> None:
         """Facts of abandoned entries now live in the branch summary ``entry_id``."""
-        self.facts = [Fact(f.cls, f.needles, entry_id if f.entry_id in gone else f.entry_id, f.lang, f.note)
-                      for f in self.facts]
+        self.facts = [Fact(f.cls, f.needles, entry_id if f.entry_id in gone else f.entry_id, f.lang, f.note,
+                           f.replaced) for f in self.facts]
 
     # ---------------------------------------------------------------- one turn
 
@@ -154,6 +168,7 @@ class Planter:
         rng, sep = self.rng, "\n" if t.lang == "ja" else " "
         lead = [t.goal[0]] if t.goal else [rng.choice(M.CHATTER[t.lang])]
         rules = [c.earlier or "" for c in t.earlier] + [c.text for c in t.constraints]
+        rules += [text for text, _ in t.directions] + [text for text, _, _ in t.prefers] + list(t.remarks)
         rng.shuffle(rules)
         ask, ids = t.request[0], [f"`{i}`" for i in t.identifiers]
         body = lead + ([f"Ref: {', '.join(ids)}."] if ids else [])
@@ -165,6 +180,11 @@ class Planter:
             self.fact("goal", [t.goal[1]], entry, t.lang)
         for c in t.constraints:
             self.fact("constraint", [c.match], entry, c.lang, f"{c.id}:{c.kind}")
+        for _, match in t.directions:
+            self.fact("constraint", [match], entry, t.lang, "own:direction")
+        for _, match, replaces in t.prefers:
+            if replaces:  # the preference replaced is not scored: only that it is gone or marked
+                self.fact("preference", [match], entry, t.lang, "replaces", [replaces])
         for ident in t.identifiers:
             self.fact("identifier", [ident], entry)
         self.fact("lastRequest", [t.request[1]], entry, t.lang, t.request[2])
@@ -221,13 +241,24 @@ class Planter:
     def _answer(self, t: Turn) -> None:
         lines = ["Done with this step."]
         lines += [f"This relies on `{ident}`." for ident in t.identifiers]
+        said = [text for text, _ in t.decisions] + [text for text, _ in t.said_ids]
+        self.rng.shuffle(said)
+        lines += [" ".join(said)] if said else []
         if t.todos:
             lines += ["", "Still open:"] + [f"- {todo}" for todo in t.todos]
+        if t.plan:
+            lines += ["", *(text for text, _ in t.plan)]
         entry = self.b.assistant([{"type": "text", "text": "\n".join(lines)}], "stop")
         for todo in t.todos:
             self.fact("todo", [todo], entry)
+        for _, match in t.plan:
+            self.fact("todo", [match], entry, note="plan")
         for ident in t.identifiers:
             self.fact("identifier", [ident], entry)
+        for _, ident in t.said_ids:
+            self.fact("identifier", [ident], entry, note="prose")
+        for _, needles in t.decisions:
+            self.fact("decision", needles, entry)
 
 
 def error_rng(seed: int) -> Random:

@@ -27,11 +27,11 @@ from tests.fidelity.heldout import LANGS, load
 from tests.fidelity.runner import Cli, Daemon, Outcome
 from tests.fidelity.scenarios import SMOKE, Scenario, all_scenarios, long_session
 from tests.fidelity.score import Hit, by_class, entry_text, normalize, score
-from tests.fidelity.sessions import Planter
+from tests.fidelity.sessions import CLASSES, Planter
 from tests.fidelity.suite import Report, run
 from tests.loopback_provider import Fault, LoopbackProvider
 
-UNIQUE = ("constraint", "lastRequest", "lastError", "identifier", "goal", "todo")
+UNIQUE = ("constraint", "lastRequest", "lastError", "identifier", "goal", "todo", "decision", "preference")
 
 
 def grown(scenario: Scenario, folder: Path) -> Planter:
@@ -99,7 +99,13 @@ def test_the_scorer_finds_every_fact_in_the_conversation_and_none_in_an_empty_su
     ids = planter.path_ids
     everything = {"summary": "\n".join(message_texts(planter).values()), "details": {"modifiedFiles": []}}
     full = score("x", "s", 0, planter.facts, everything, ids)
-    assert full and all(h.kept for h in full)
+    assert full and all(h.kept for h in full if not h.fact.replaced)
+    # a preference that replaced an earlier one counts only when the earlier one is gone or said to be replaced
+    reversed_ = [h for h in full if h.fact.replaced]
+    assert reversed_ and not any(h.kept for h in reversed_)
+    marked = everything["summary"].replace(reversed_[0].fact.replaced[0],
+                                           reversed_[0].fact.replaced[0] + " (replaced by a later preference)")
+    assert all(h.kept for h in score("x", "s", 0, planter.facts, {**everything, "summary": marked}, ids))
     assert {h.fact.cls for h in full} >= {"modifiedFile", "constraint", "lastRequest", "lastError", "goal"}
     assert not any(h.kept for h in score("x", "s", 0, planter.facts, {"summary": "", "details": None}, ids))
     last = [h.fact for h in full if h.fact.cls == "lastRequest"]
@@ -132,8 +138,7 @@ def test_every_request_wrote_an_entry_and_every_class_was_scored(name: str, requ
     report: Report = request.getfixturevalue(name)
     assert report.failures == []
     table = by_class(report.hits)
-    assert set(table) == {"modifiedFile", "readFile", "constraint", "lastRequest", "lastError", "identifier",
-                          "goal", "todo"}
+    assert set(table) == set(CLASSES)
     langs = {h.fact.lang for h in report.hits if h.fact.cls == "constraint"}
     assert langs == set(LANGS)
     assert any(any(splits) for splits in report.split.values()) and len(report.sizes["repeated"]) == 10

@@ -11,11 +11,14 @@ Invariants:
 * Heredoc bodies and ``#`` comments are not commands (``cat > f <<EOF``
   changes ``f`` only).
 * Recognized: ``mv``/``git mv`` (source and target), ``cp``/``install``/
-  ``ln`` (target), ``rm``/``rmdir``/``git rm``/``unlink``/``shred`` (each
-  operand), ``touch``/``mkdir``/``truncate`` (each operand), ``sed -i`` and
+  ``ln`` (target), ``rm``/``git rm``/``unlink``/``shred`` (each operand),
+  ``touch``/``truncate`` (each operand), ``sed -i`` and
   ``perl -i`` (the files after the script), ``tee`` (each operand), ``patch``
   with a named target, and ``>``/``>>``/``>|``/``&>`` redirects. Options
   (``-x``), ``/dev/*`` targets, variables and globs are skipped.
+* Files, not folders: ``mkdir``/``rmdir`` name none; a move or copy into a
+  folder (``mv a.ts utils/``, ``mv x/a.ts .``) names the file it creates
+  there; a trailing ``/`` is dropped.
 * ``sudo``, ``command``, ``env VAR=x`` and ``VAR=x`` prefixes are looked
   through.
 """
@@ -111,16 +114,33 @@ def _changed_by(words: list[str]) -> Iterator[str]:
 
 def _by_program(name: str, args: list[str]) -> Iterator[str]:
     operands = _operands(args, _OPTION_VALUE.get(name, set()))
+    if name in ("mkdir", "rmdir"):
+        return  # a folder is no file
     if name == "mv":
-        yield from operands
+        yield from (src.rstrip("/") or src for src in operands[:-1])
+        yield from _targets(operands[:-1], operands[-1:])
     elif name in _TARGET_ONLY:
-        yield from operands[-1:] if len(operands) >= 2 else ()
+        yield from _targets(operands[:-1], operands[-1:]) if len(operands) >= 2 else ()
     elif name in _EACH_OPERAND:
-        yield from operands
+        yield from (op.rstrip("/") or op for op in operands)
     elif name in ("sed", "perl") and any(_IN_PLACE.match(a) for a in args):
         yield from _in_place_files(name, args)
     elif name == "patch" and operands:
         yield operands[0]
+
+
+def _targets(sources: list[str], target: list[str]) -> Iterator[str]:
+    """What a move or copy into ``target`` creates: the target file, or each source's name inside a folder
+    (a target ending in ``/``, ``.`` or ``..``)."""
+    if not target:
+        return
+    into = target[0]
+    if not (into.endswith("/") or into in (".", "..")):
+        yield into
+        return
+    for src in sources:
+        base = src.rstrip("/").rsplit("/", 1)[-1]
+        yield base if into == "." else f"{into.rstrip('/')}/{base}"
 
 
 def _split_redirects(words: list[str]) -> tuple[list[str], list[str]]:

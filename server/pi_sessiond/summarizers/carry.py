@@ -13,22 +13,29 @@ Invariants:
   summary gives only its goal/constraint sections): the
   Constraints & Preferences items, the Key Decisions, the Next Steps (open
   TODOs), the backticked identifiers of the Critical Context identifier
-  lines, its "Last error" and its latest request. A split-turn part (after
-  Pi's separator, or quoted by an earlier merge) adds the requirements of
-  its Original Request and the labelled items of its Context Needed to
+  lines, its "Last error" and its latest request (whose directions count as
+  constraints: a summary names them once, in the verbatim request). A split-turn part (after
+  Pi's separator, or quoted by an earlier merge) adds the requirements its
+  Original Request quotes verbatim (``>`` lines: a model's own paraphrase is
+  no user direction) and the labelled items of its Context Needed to
   Continue (``Constraint:``, ``Decision:``, ``Next:``, the error, request and
-  identifier labels); it is newer than the history part. ``[gate]`` marks
-  are stripped.
-* The later wins: a carried constraint or decision a newer one of the range
-  restates is marked superseded (:func:`~.offline_merge.superseded_marked`);
-  the carried last error only when the range has no error of its own, the
-  carried request only when the range has no request.
-* Goals: the earlier Goal items, and an earlier latest request that a newer
-  one replaces as one more goal (``Earlier request (verbatim): …``, it may
-  hold requirements no structural cue shows); at most ``GOALS_KEPT`` (the
-  first and the newest), ``EARLIER_REQUESTS`` of them earlier requests.
+  identifier labels). ``[gate]`` marks are stripped.
+* By identity, not position (:mod:`.revise`): an item said by several parts
+  or summaries is one item, unmarked. Only a real revision marks a
+  constraint or decision superseded: one of the range revising a carried
+  one (kept, marked), or one of a newer part of the summary read (a
+  split-turn part is newer than its history part) revising an older one.
+  A carried item marked superseded is dropped and listed in
+  ``Facts.replaced`` (the gate takes copies of it out); the carried
+  last error only when the range has no error of its own, the carried
+  request only when the range has no request and it says more than the
+  directions carried anyway (else it would name them twice).
+* Goals: the earlier Goal items, at most ``GOALS_KEPT`` (the first and the
+  newest). A replaced latest request is not a goal (its directions are
+  constraints already).
 * Constraints, carried and new, stay within the size bound of
-  :func:`~.facts.bounded` (what is left out is counted in the last item).
+  :func:`~.facts.bounded` (only soft items go; what is left out is counted in
+  the last item). Decisions: the newest ``DECISIONS_KEPT`` carried ones.
 * A carried TODO is dropped when it is ticked or names a file the range
   changed (done since). Bounded: at most ``TODOS_KEPT`` TODOs and
   ``CARRIED_IDENTIFIERS`` carried identifiers beyond the range's own.
@@ -46,14 +53,15 @@ from pi_protocol.base import JsonDict
 from pi_sessiond.summarizers.cues import constraint_sentences
 from pi_sessiond.summarizers.facts import SUPERSEDED, Facts, bounded, dedupe
 from pi_sessiond.summarizers.gate import MARK
-from pi_sessiond.summarizers.offline_merge import CURRENT, superseded_marked
+from pi_sessiond.summarizers.offline_merge import CURRENT
+from pi_sessiond.summarizers.revise import dedupe_items, key, merge_items
 from pi_sessiond.summarizers.summary_parse import SPLIT_TURN_TITLE, parse_sections, parse_summary, split_turn_part
 from pi_sessiond.summarizers.todos import is_ticked, names_changed_file
 
 TODOS_KEPT = 16
 CARRIED_IDENTIFIERS = 20
-GOALS_KEPT = 24
-EARLIER_REQUESTS = 10
+GOALS_KEPT = 12
+DECISIONS_KEPT = 16
 EARLIER_REQUEST = "Earlier request (verbatim): "
 CARRIED_ERROR = "(carried from the previous summary)"
 _ERROR = ("Last error:", "Error:")
@@ -92,8 +100,10 @@ def read_summary(text: str) -> Carried:
     critical = sections.get("critical", [])
     quoted = [_unquote(i) for i in critical if i.startswith(SPLIT_TURN_TITLE)]
     turns = [parse_sections(q) for q in quoted] + [split_turn_part(text)]
+    # a branch summary has no Critical Context: the gate's labelled items sit under In Progress / Blocked
+    labelled = [*critical, *sections.get("in_progress", []), *sections.get("blocked", [])]
     parts = [_from_items(sections.get("constraints", []), sections.get("decisions", []),
-                         sections.get("next", []), critical)]
+                         sections.get("next", []), labelled)]
     parts[0] = attrs.evolve(parts[0], goals=tuple(g.removesuffix(CURRENT) for g in sections.get("goal", [])))
     parts += [_from_turn(turn) for turn in turns if turn]
     return combine_read(parts)
@@ -103,8 +113,9 @@ def _from_items(constraints: list[str], decisions: list[str], todos: list[str], 
     errors = [_after_label(i, _ERROR) for i in context if i.startswith(_ERROR)]
     requests = [_after_label(i, _REQUEST) for i in context if i.startswith(_REQUEST)]
     ids = [m for i in context if i.startswith("Identifiers") for m in _TICK.findall(i)]
+    said = constraint_sentences(requests[-1]) if requests else []  # the verbatim request names its directions
     return Carried(
-        constraints=tuple(constraints),
+        constraints=tuple(dedupe_items([*constraints, *said])),
         decisions=tuple(decisions),
         todos=tuple(todos),
         identifiers=tuple(ids),
@@ -116,11 +127,13 @@ def _from_items(constraints: list[str], decisions: list[str], todos: list[str], 
 def _from_turn(turn: dict[str, list[str]]) -> Carried:
     """A turn-prefix part: the labelled items of its context, the requirements of its original request."""
     suffix = [_unmarked(i) for i in turn.get("suffix", [])]
-    request = "\n".join(ln.removeprefix(">").strip() for ln in turn.get("request", []))
+    lines = [ln for item in turn.get("request", []) for ln in item.splitlines()]
+    request = "\n".join(ln.removeprefix(">").strip() for ln in lines if ln.startswith(">"))
     labelled = {label: [_after_label(i, (label,)) for i in suffix if i.startswith(label)] for label in _TURN_LABELS}
     constraints = [*constraint_sentences(request), *labelled["Constraint:"]]
     found = _from_items(constraints, labelled["Decision:"], labelled["Next:"], suffix)
     return found if found.last_request or not request.strip() else attrs.evolve(found, last_request=request.strip())
+
 
 
 def _unquote(item: str) -> str:
@@ -142,17 +155,19 @@ def combine(summaries: Iterable[str]) -> Carried:
 
 
 def combine_read(parts: Iterable[Carried]) -> Carried:
-    """Several read summaries (or parts of one) as one, oldest first; the later's singletons win."""
+    """Several read summaries (or parts of one) as one, oldest first, each item once by identity; an item a
+    later part revises is marked (a split-turn part is newer than its history part); the later's singletons
+    win."""
     out = Carried()
     for one in parts:
         out = Carried(
-            constraints=(*superseded_marked(list(out.constraints), list(one.constraints)), *one.constraints),
-            decisions=(*superseded_marked(list(out.decisions), list(one.decisions)), *one.decisions),
-            todos=(*one.todos, *out.todos),
+            constraints=tuple(merge_items(out.constraints, one.constraints, keep_marked=True)),
+            decisions=tuple(merge_items(out.decisions, one.decisions, keep_marked=True)),
+            todos=tuple(dedupe_items([*one.todos, *out.todos])),
             identifiers=(*one.identifiers, *out.identifiers),
             last_error=one.last_error or out.last_error,
             last_request=one.last_request or out.last_request,
-            goals=(*out.goals, *one.goals, *_earlier_request(out.last_request, one.last_request)),
+            goals=tuple(dedupe_items([*out.goals, *one.goals])),
         )
     return out
 
@@ -163,15 +178,16 @@ def carry_forward(facts: Facts, previous: str | None, messages: Sequence[JsonDic
     if not texts:
         return facts
     old = combine(texts)
-    constraints = bounded(_later_wins(old.constraints, facts.constraints))
-    decisions = _later_wins(old.decisions, facts.decisions)
+    constraints = bounded(merge_items(old.constraints, facts.constraints))
+    decisions = merge_items(old.decisions[-DECISIONS_KEPT:], facts.decisions)
+    replaced = [i.removesuffix(SUPERSEDED) for i in (*old.constraints, *old.decisions) if i.endswith(SUPERSEDED)]
     todos = [t for t in old.todos if not is_ticked(t) and not names_changed_file(t, facts.modified_files)]
     ids = dedupe([*facts.identifiers, *dedupe(i for i in old.identifiers if i not in facts.identifiers)
                   [:CARRIED_IDENTIFIERS]])
     error = facts.last_error
     if not error and old.last_error:
         error = old.last_error if old.last_error.startswith(CARRIED_ERROR) else f"{CARRIED_ERROR}\n{old.last_error}"
-    goals = dedupe([*old.goals, *_earlier_request(old.last_request, facts.last_request)])
+    goals = dedupe([*old.goals, *facts.goals])
     return attrs.evolve(
         facts,
         goals=tuple(_bounded_goals(goals)),
@@ -180,29 +196,18 @@ def carry_forward(facts: Facts, previous: str | None, messages: Sequence[JsonDic
         todos=tuple(dedupe([*facts.todos, *todos])[:TODOS_KEPT]),
         identifiers=tuple(ids),
         last_error=error,
-        last_request=facts.last_request or old.last_request,
+        last_request=facts.last_request or _still_said(old.last_request, constraints),
+        replaced=tuple(dedupe([*facts.replaced, *replaced])),
     )
 
 
-def _earlier_request(old: str, new: str) -> list[str]:
-    """An older latest request a newer one replaces, as a goal item (it may hold requirements no cue shows)."""
-    if not old or not new or " ".join(old.split()) == " ".join(new.split()):
-        return []
-    return [old if old.startswith(EARLIER_REQUEST) else EARLIER_REQUEST + old]
+def _still_said(request: str, constraints: Sequence[str]) -> str:
+    """A carried request, unless every sentence of it is carried as a direction already (said once)."""
+    listed = {key(c) for c in constraints}
+    rest = [s for s in constraint_sentences(request) if key(s) not in listed]
+    return request if rest or not constraint_sentences(request) else ""
 
 
 def _bounded_goals(goals: list[str]) -> list[str]:
-    """The first goal, then the newest: at most ``GOALS_KEPT``, of them ``EARLIER_REQUESTS`` earlier requests."""
-    earlier = [g for g in goals if g.startswith(EARLIER_REQUEST)][-EARLIER_REQUESTS:]
-    plain = [g for g in goals if not g.startswith(EARLIER_REQUEST)]
-    room = GOALS_KEPT - len(earlier)
-    plain = plain[:1] + plain[1:][-(room - 1) :] if len(plain) > room else plain
-    return [g for g in goals if g in plain or g in earlier]
-
-
-def _later_wins(old: Sequence[str], new: Sequence[str]) -> list[str]:
-    """``old`` (restated ones marked superseded) then ``new``, each once."""
-    fresh = [n for n in new if n not in old]
-    marked = superseded_marked([o.removesuffix(SUPERSEDED) for o in old], fresh)
-    kept = [m if m.endswith(SUPERSEDED) or not o.endswith(SUPERSEDED) else o for m, o in zip(marked, old, strict=True)]
-    return dedupe([*kept, *new])
+    """The first goal, then the newest: at most ``GOALS_KEPT``."""
+    return goals if len(goals) <= GOALS_KEPT else goals[:1] + goals[-(GOALS_KEPT - 1) :]

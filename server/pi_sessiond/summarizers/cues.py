@@ -11,6 +11,10 @@ Invariants:
   many languages, none of them required, scripts without spaces matched
   without word boundaries), a request phrased as a question ("could you"),
   emphasis (``**bold**``, a closing ``!``) or a quoted requirement.
+  An observation with no cue is no direction either (:func:`is_remark`: the
+  user's guess or report — "I suspect …", "it seems …", "yesterday …" — or
+  an acknowledgement followed by a few words judging the work, "Great, all
+  green." — not "OK, use tabs."; at most ``REMARK_WORDS`` words).
   ``cue_strength`` grades a sentence by those cues (the size bound of
   :mod:`.facts` drops the uncued ones first).
 * ``decisive_lines(text)``: a short text whole; a long one reduced to its
@@ -35,6 +39,7 @@ BLOCK_LINES = 30
 TAIL_LINES = 12
 ERROR_LINE_CHARS = 300
 SENTENCE_CHARS = 600
+REMARK_WORDS = 12  # a longer sentence is read as a direction even when it reports
 # Modal verbs, negations and preference markers, several languages; a hit in any one is a cue.
 _STRONG = (
     r"must|mustn't|never|always|don't|do not|does not|shall|should|shouldn't|required?|mandatory|forbidden|"
@@ -67,7 +72,7 @@ _ASKING = re.compile(
 )
 # Greetings and acknowledgements (several languages): a sentence of nothing else is chatter.
 _ACK = re.compile(
-    r"(?<!\w)(?:thanks?(?: you)?|thx|ok(?:ay)?|great|cool|nice|perfect|awesome|good|fine|sure|yes|yep|right|"
+    r"(?<!\w)(?:thanks?(?: you)?|thx|ok(?:ay)?|great|cool|nice|perfect|awesome|good|fine|sure|yes|yep|right|wow|"
     r"alright|hi|hello|hey|morning|sounds good|got it|looks good|lgtm|danke(?: schön)?|super|prima|gut|klasse|"
     r"passt|hallo|moin|ja|genau|gracias|vale|perfecto|genial|hola|bien|sí|merci|parfait|d'accord|bonjour|salut|"
     r"oui|grazie|ciao|perfetto|obrigad[oa]|спасибо|ありがとう(?:ございます)?|了解(?:です)?|おはよう(?:ございます)?|"
@@ -113,6 +118,39 @@ def _chatter(sentence: str) -> bool:
     return rest != sentence.lower() and len(re.findall(r"\w+", rest)) <= 1 and len(rest.strip(" ,.!?、。！？")) <= 12
 
 
+# What the user believes, guesses or saw: a report, not a direction (several languages).
+_OBSERVED = re.compile(
+    r"^(?:i|we)(?: just| also)? (?:suspect|think|guess|believe|wonder|noticed|saw|checked|looked|tried|ran|feel|"
+    r"assume|bet|doubt)\b|\b(?:seems?|seemed|looks like|looked|apparently|probably|maybe|perhaps|yesterday|"
+    r"last (?:night|week)|this morning|looks (?:fine|good|right|ok|great)|"
+    r"(?:it|everything|all|that|this) (?:works|worked|passes|passed|is green|runs))\b|"
+    r"^ich (?:vermute|glaube|denke|schätze|habe|sah)\b|"
+    r"\b(?:vielleicht|wahrscheinlich|anscheinend|scheint|gestern)\b|^(?:sospecho|creo|supongo|pienso|vi|noté)\b|"
+    r"\b(?:quizás|tal vez|probablemente|parece|ayer)\b|^je (?:soupçonne|pense|crois|suppose|vois|ai vu|ai remarqué)\b|"
+    r"\b(?:peut-être|probablement|semble)\b|と思います|かもしれ|たぶん|おそらく|ようです|みたいです|"
+    r"我觉得|我猜|好像|似乎",
+    re.I,
+)
+# What an acknowledgement says about the work ("all green", "it works"): with one, "OK, …" is a remark;
+# without ("OK, use tabs.") it may well be a direction.
+_VERDICT = re.compile(
+    r"(?<!\w)(?:green|grün|verde|vert|works?|worked|pass(?:es|ed)?|fine|good|great|nice|done|correct|right|"
+    r"perfect|better|clean|funktioniert|funciona|marche|fonctionne|passt|ok)(?!\w)|通り|動|成功|できました",
+    re.I,
+)
+_ACK_LED = re.compile(rf"^{_ACK.pattern}[\s,!.、，]+", re.I)
+
+
+def is_remark(sentence: str) -> bool:
+    """An observation or an acknowledgement with a remark (module invariants): no cue, so no direction."""
+    if _strength(sentence, False) > 0 or len(sentence.split()) > REMARK_WORDS:
+        return False
+    if _OBSERVED.search(sentence):
+        return True
+    rest = _ACK_LED.sub("", sentence, count=1)
+    return rest != sentence and len(re.findall(r"\w+", rest)) <= 5 and _VERDICT.search(rest) is not None
+
+
 def _question(sentence: str) -> bool:
     return sentence.rstrip(" \"”»」』)）").endswith(("?", "？"))
 
@@ -126,6 +164,8 @@ def constraint_sentences(text: str) -> list[str]:
         if len(sentence) < 4 or (len(re.findall(r"\w+", sentence)) < 2 and sentence.isascii()) or _chatter(sentence):
             continue
         if _question(sentence) and _strength(sentence, listed and items >= 2) == 0:
+            continue
+        if not listed and is_remark(sentence):
             continue
         found.append(sentence if len(sentence) <= SENTENCE_CHARS else sentence[:SENTENCE_CHARS].rstrip() + "…")
     return found

@@ -15,7 +15,8 @@ Invariants:
   same calls recorded in a codemode result's ``nestedCalls.calls``, and the
   paths a ``bash`` call (or a user ``!command``) changes
   (:func:`~.bashfiles.changed_paths`). A modified file is never also listed
-  as read.
+  as read; a relative name a bash command used for a file a tool call named
+  with its folders is not listed again.
 * Constraints are, recall first, every sentence or list item of the user
   messages that directs the work (code blocks and pasted logs skipped; the
   whole message scanned; :mod:`.cues`), verbatim, in order, de-duplicated,
@@ -25,8 +26,9 @@ Invariants:
   model error or error output pasted by the user, reduced to its decisive
   lines (:func:`decisive_lines`).
 * TODOs: the assistant's next steps still open at the end of the range
-  (:func:`~.todos.open_todos`). ``decisions`` and ``goals`` are empty here: only
-  an earlier summary's Key Decisions and Goal items are hard facts (:mod:`.carry`).
+  (:func:`~.todos.open_todos`). Decisions: the newest ``DECISIONS_KEPT`` the
+  assistant stated with their reason (:mod:`.decisions`). ``goals`` is empty
+  here: only an earlier summary's Goal items are facts (:mod:`.carry`).
 """
 
 from __future__ import annotations
@@ -39,10 +41,11 @@ import attrs
 from pi_protocol.base import JsonDict
 from pi_sessiond.summarizers.bashfiles import changed_paths
 from pi_sessiond.summarizers.cues import constraint_sentences, cue_strength, decisive_lines
+from pi_sessiond.summarizers.decisions import decisions_in
+from pi_sessiond.summarizers.revise import SUPERSEDED as SUPERSEDED
+from pi_sessiond.summarizers.revise import revised_within
 from pi_sessiond.summarizers.segment import pasted_of, prose_of
 from pi_sessiond.summarizers.todos import open_todos
-
-SUPERSEDED = " (superseded by a later item)"
 
 REQUEST_CHARS = 1500
 CONSTRAINT_CHARS = 16_000
@@ -54,12 +57,18 @@ _FAILURE = re.compile(
     re.M | re.I,
 )
 IDENTIFIERS_KEPT = 40
+DECISIONS_KEPT = 8
 _IDENTIFIER = re.compile(
     r"`([^`\n]{2,120})`"
     r"|(https?://[^\s)>\]\"']+)"
     r"|(?<![\w/.-])((?:~|\.{1,2})?/?(?:[\w@.-]+/)+[\w@.-]+\.\w+)"
+    r"|(?<![\w.:-])([a-z][\w.-]*:v?\d[\w.-]*\w)"  # an image or package tag: name:1.2-rc1
     r"|(?<![\w.])(v?\d+\.\d+\.\d+(?:[-+][\w.]+)?)\b"
     r"|(?<![\w.])([A-Za-z_]\w*(?:\.\w+)*\(\))"
+    r"|(?<![\w.-])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w-])"  # a constant or environment key: EXPORT_TIMEOUT_MS
+    r"|(?<![\w./-])([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*){2,})(?![\w(/-])"  # a dotted key: a.b.c
+    r"|(?<![\w./-])((?=[a-z0-9_]*\d)(?=[a-z0-9_]*[a-z])[a-z0-9]+_[a-z0-9_]+)(?![\w-])"  # job_7f3a91, 0042_add_x
+    r"|(?<![\w-])((?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40})(?![\w-])"  # a commit hash
 )
 
 
@@ -77,6 +86,7 @@ class Facts:
     decisions: tuple[str, ...] = ()
     todos: tuple[str, ...] = ()
     goals: tuple[str, ...] = ()
+    replaced: tuple[str, ...] = ()  # directions and decisions a later one revised: no summary repeats them
 
 
 def message_text(msg: JsonDict) -> str:
@@ -116,8 +126,13 @@ class _Files:
             self.by_bash.setdefault(path, None)
 
     def freeze(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        # a relative name bash used for a file a tool call named in full is the same file: named once
+        tools = [p for p in self.by_tool if "/" in p]
+        bash = [p for p in self.by_bash
+                if p not in self.by_tool and not any(t.endswith("/" + p.removeprefix("./")) for t in tools)]
+        modified = [p for p in self.modified if p in self.by_tool or p in bash]
         read = tuple(p for p in self.read if p not in self.modified)
-        return read, tuple(self.modified), tuple(p for p in self.by_bash if p not in self.by_tool)
+        return read, tuple(modified), tuple(bash)
 
 
 def _calls(msg: JsonDict) -> Iterator[tuple[object, object]]:
@@ -176,10 +191,12 @@ def extract_facts(messages: Sequence[JsonDict]) -> Facts:
         read_files=read,
         modified_files=modified,
         bash_modified=by_bash,
-        constraints=tuple(bounded(dedupe(s for text in users for s in constraint_sentences(text)))),
+        constraints=tuple(bounded(revised_within([s for text in users for s in constraint_sentences(text)]))),
         last_request=latest_request(users),
         last_error=last_error,
         identifiers=tuple(_identifiers(messages, users)),
+        decisions=tuple(decisions_in(message_text(m) for m in messages
+                                     if isinstance(m, dict) and m.get("role") == "assistant")[-DECISIONS_KEPT:]),
         todos=tuple(open_todos(messages)),
     )
 
@@ -194,7 +211,8 @@ def latest_request(user_texts: Sequence[str]) -> str:
 
 
 def identifiers_in(text: str) -> Iterator[str]:
-    """Backticked spans, URLs, paths, versions and ``name()`` symbols in ``text``, in order."""
+    """Backticked spans, URLs, paths, tags, versions, ``name()`` symbols, upper-case constants, dotted keys,
+    snake-case names with a digit and commit hashes in ``text``, in order."""
     for match in _IDENTIFIER.finditer(text):
         found = next(g for g in match.groups() if g)
         yield found.rstrip(".,;:")

@@ -12,6 +12,8 @@ Invariants:
 * A fact counts as present when its text appears in the summary with case,
   whitespace, backticks and emphasis ignored; for an error, when its
   decisive lines (the last lines naming the failure) all appear.
+* A direction the latest request (written verbatim) contains is not listed
+  again (:mod:`.carry` reads it back from the request).
 * Facts carried from an earlier summary (:mod:`.carry`) are required alike;
   a constraint or decision marked superseded counts as present by its text
   without the mark.
@@ -21,6 +23,9 @@ Invariants:
   In Progress / Blocked / Key Decisions (branch), Context Needed to Continue
   (turn prefix). A format of the user's own (no required headings) gets one
   trailing ``Kept by the fidelity gate:`` block.
+* Before adding, the answer is tidied (:mod:`.tidy`): an item its section
+  already has, one a later direction or decision revised and a superseded
+  mark the range did not make go (whoever wrote them).
 * Repairing a repaired summary adds nothing; a summary that already counts
   left-out directions (``LEFT_OUT``) gets no second count.
 * File lists are not the gate's: the pipeline appends them (with the files
@@ -38,6 +43,7 @@ from pi_sessiond.summarizers.base import Purpose
 from pi_sessiond.summarizers.cues import DECISIVE
 from pi_sessiond.summarizers.facts import LEFT_OUT, SUPERSEDED, Facts
 from pi_sessiond.summarizers.headings import normalize, section_bounds
+from pi_sessiond.summarizers.tidy import tidy
 
 MARK = "[gate] "
 _TARGETS: dict[str, dict[str, str]] = {
@@ -112,13 +118,15 @@ def missing_facts(summary: str, facts: Facts) -> list[Added]:
     """The facts ``summary`` lacks, as additions (constraints, request, error, identifiers)."""
     have = flat(summary)
     added = [Added("goal", g) for g in facts.goals if not present(g, have)]
+    request = [Added("lastRequest", facts.last_request)] if facts.last_request and not present(
+        facts.last_request[:300], have) else []
+    said = have + " " + flat(facts.last_request)  # a direction the verbatim request says is said once
     counted = flat(LEFT_OUT) in have  # one count of left-out directions is enough
     added += [Added("constraint", c) for c in facts.constraints
-              if not present(c.removesuffix(SUPERSEDED), have) and not (counted and c.startswith(LEFT_OUT))]
+              if not present(c.removesuffix(SUPERSEDED), said) and not (counted and c.startswith(LEFT_OUT))]
     added += [Added("decision", d) for d in facts.decisions if not present(d.removesuffix(SUPERSEDED), have)]
     added += [Added("todo", t) for t in facts.todos if not present(t, have)]
-    if facts.last_request and not present(facts.last_request[:300], have):
-        added.append(Added("lastRequest", facts.last_request))
+    added += request
     if facts.last_error and not error_present(facts.last_error, have):
         added.append(Added("lastError", facts.last_error))
     have += " " + " ".join(flat(a.text) for a in added)
@@ -131,7 +139,7 @@ def missing_facts(summary: str, facts: Facts) -> list[Added]:
 def repair(text: str, facts: Facts, purpose: Purpose, headings: Sequence[str]) -> Repaired:
     """``text`` with our headings and every missing fact added (module invariants)."""
     normalized = normalize(text, headings)
-    body = normalized.text
+    body = tidy(normalized.text, facts) if headings else normalized.text
     added = missing_facts(body, facts)
     if not added:
         return Repaired(body, ())

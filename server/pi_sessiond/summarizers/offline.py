@@ -46,13 +46,18 @@ from pi_sessiond.summarizers import workers
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.carry import carry_forward, earlier_summaries
 from pi_sessiond.summarizers.facts import SUPERSEDED, Facts, bounded
-from pi_sessiond.summarizers.gate import flat, present
+from pi_sessiond.summarizers.gate import error_present, flat, present
 from pi_sessiond.summarizers.offline_extract import Extraction, extract, message_text, trim_block
 from pi_sessiond.summarizers.offline_merge import CURRENT, STOPWORDS, merge
-from pi_sessiond.summarizers.summary_parse import parse_summary
+from pi_sessiond.summarizers.offline_text import task_of
+from pi_sessiond.summarizers.revise import key, revised_within
+from pi_sessiond.summarizers.summary_parse import SPLIT_TURN_TITLE, parse_sections, parse_summary
 
 CHARS_PER_TOKEN = 4
 _LIMITS = {"goal": 12, "done": 40, "decisions": 10, "next": 8, "ids": 20}
+IDS_KEPT = 30  # identifiers of the range and carried ones, in one line
+_IDS_LABEL = "Identifiers in recent use: "
+_REQUEST_ITEMS = ("Last user request", "Latest user request")
 _CURRENT = CURRENT
 _STOPWORDS = STOPWORDS
 
@@ -80,6 +85,25 @@ class _Section:
     key: str
     items: list[str]
     newest_first: bool = False
+    left_out: int = 0  # items the size bound took out (an earlier summary's count included)
+
+
+_COUNTED = re.compile(r"^… (\d+) more .+ not listed \(size bound\)$")
+_NAMES = {"goal": "goals", "done": "done items", "in_progress": "items in progress", "blocked": "blocked items",
+          "decisions": "decisions", "next": "next steps", "critical": "context items", "early": "earlier steps",
+          "suffix": "context items", "request": "request lines"}
+
+
+def _count_line(section: _Section) -> str:
+    return f"… {section.left_out} more {_NAMES.get(section.key, 'items')} not listed (size bound)"
+
+
+def _take_counts(sections: list[_Section]) -> None:
+    """An earlier summary's count lines become each section's running count."""
+    for section in sections:
+        counted = [m for item in section.items if (m := _COUNTED.match(item))]
+        section.left_out += sum(int(m.group(1)) for m in counted)
+        section.items = [item for item in section.items if not _COUNTED.match(item)]
 
 
 class OfflineSummarizer:
@@ -166,6 +190,7 @@ def build_summary(request: SummaryRequest, *, progress: ProgressCallback | None 
         sections = _turn_prefix_sections(request.messages, found)
     else:
         sections = _history_sections(found, request, focus)
+    _take_counts(sections)
     budget = _budget_tokens(request) * CHARS_PER_TOKEN
     if budget > 0:
         _fit(sections, budget, focus, spare=True)
@@ -222,9 +247,7 @@ def _select(items: Sequence[str], limit: int, focus: frozenset[str], *, oldest: 
 
 
 def _history_sections(found: Extraction, request: SummaryRequest, focus: frozenset[str]) -> list[_Section]:
-    goals = _select(found.requests, _LIMITS["goal"], focus)
-    if goals:
-        goals[-1] += _CURRENT
+    goals = [task_of(found.first_request)] if found.first_request else []
     critical = _critical(found, request, focus)
     new = {
         "goal": goals,
@@ -240,11 +263,29 @@ def _history_sections(found: Extraction, request: SummaryRequest, focus: frozens
         # Branch summaries have no Critical Context: the requested focus leads the Goal.
         new["goal"].insert(0, "Additional focus: " + request.custom_instructions.strip())
     if request.purpose == "history" and request.previous_summary:
-        new = merge(parse_summary(request.previous_summary), new, found.done_paths)
+        previous = parse_summary(request.previous_summary)
+        if previous.get("goal") or _quoted_request(previous):  # the task was set before this range
+            new["goal"] = [task_of(_quoted_request(previous))] if not previous.get("goal") else []
+        new = merge(previous, new, found.done_paths)
+    new["constraints"] = revised_within(found.constraints)
     _carried_in(new, found, request)
-    new["constraints"] = bounded(new["constraints"])
+    requested = [i for i in new["critical"] if i.startswith(_REQUEST_ITEMS)]
+    said = [key(g) for g in [*new["goal"], *requested]]  # a direction the task or the request names: once
+    new["constraints"] = bounded([c for c in new["constraints"] if not any(key(c) in g for g in said)])
     keys = _HISTORY if request.purpose == "history" else _BRANCH
     return [_Section(k, new[k], newest_first=k == "next") for k in keys]
+
+
+def _quoted_request(previous: dict[str, list[str]]) -> str:
+    """The user's words a split-turn part of ``previous`` quotes as its Original Request (``""``: none)."""
+    for item in previous.get("critical", []):
+        if item.startswith(SPLIT_TURN_TITLE):
+            turn = parse_sections("\n".join(ln.removeprefix(">").removeprefix(" ") for ln in item.splitlines()[1:]))
+            quoted = [ln.removeprefix(">").strip() for i in turn.get("request", []) for ln in i.splitlines()
+                      if ln.startswith(">")]
+            if quoted:
+                return "\n".join(quoted)
+    return ""
 
 
 def _carried_in(sections: dict[str, list[str]], found: Extraction, request: SummaryRequest) -> None:
@@ -254,16 +295,29 @@ def _carried_in(sections: dict[str, list[str]], found: Extraction, request: Summ
     if not earlier_summaries(previous, request.messages):
         return
     range_facts = Facts(constraints=found.constraints, modified_files=found.done_paths,
-                        last_request=found.last_request)
+                        last_request=found.last_request, last_error=found.errors[-1] if found.errors else "",
+                        identifiers=found.identifiers[-_LIMITS["ids"] :])
     carried = carry_forward(range_facts, previous, request.messages)
 
     def missing(key: str, items: Sequence[str]) -> list[str]:
         have = flat("\n".join(sections[key]))
         return [i for i in items if not present(i.removesuffix(SUPERSEDED), have)]
 
-    at = max(0, len(sections["goal"]) - 1)
-    sections["goal"][at:at] = missing("goal", carried.goals)
-    sections["constraints"][:0] = missing("constraints", carried.constraints)
+    sections["goal"] += missing("goal", carried.goals)
+    if not found.last_request and not carried.last_request:  # its sentences are all listed as directions
+        sections["critical"] = [i for i in sections["critical"] if not i.startswith(_REQUEST_ITEMS)]
+    if carried.identifiers:
+        line = _IDS_LABEL + ", ".join(f"`{i}`" for i in carried.identifiers[:IDS_KEPT])
+        kept = [i for i in sections["critical"] if not i.startswith("Identifiers")]
+        sections["critical"] = [*kept, line]
+    if carried.last_error and not error_present(carried.last_error, flat("\n".join(sections["critical"]))):
+        at = next((n for n, i in enumerate(sections["critical"]) if i.startswith("Last error:")), None)
+        kept = [i for i in sections["critical"] if not i.startswith("Last error:")]
+        at = len(kept) if at is None else at
+        sections["critical"] = [*kept[:at], f"Last error: {carried.last_error}", *kept[at:]]
+    sections["constraints"] = list(carried.constraints)
+    gone = {key(i) for i in carried.replaced}
+    sections["decisions"] = [d for d in sections["decisions"] if key(d) not in gone]
     sections["next"] += missing("next", carried.todos)
 
 
@@ -274,7 +328,7 @@ def _critical(found: Extraction, request: SummaryRequest, focus: frozenset[str])
     items += [f"Last error: {e}" for e in found.errors[-1:]]
     ids = _select(found.identifiers, _LIMITS["ids"], focus)
     if ids:
-        items.append("Identifiers in recent use: " + ", ".join(f"`{i}`" for i in ids))
+        items.append(_IDS_LABEL + ", ".join(f"`{i}`" for i in ids))
     if found.last_request:
         items.append("Last user request (verbatim):\n" + found.last_request)
     return items
@@ -316,8 +370,10 @@ def _protected(section: _Section, item: str) -> bool:
 
 
 def _droppable(section: _Section, item: str, keep: bool, spare: bool) -> bool:
-    """Protected items go only in the second pass (``keep`` false); with ``spare`` the last error and
-    the latest request never go."""
+    """Protected items go only in the second pass (``keep`` false); user directions never go (a hard fact:
+    their own bound counts what it leaves out); with ``spare`` the last error and the latest request never go."""
+    if section.key == "constraints":
+        return False
     return not (spare and item.startswith(_NEVER_DROPPED)) and not (keep and _protected(section, item))
 
 
@@ -328,17 +384,22 @@ def _fit(sections: list[_Section], budget: int, focus: frozenset[str], *, spare:
     sizes = [_part_size(section) for section in sections]
     for keep in (True, False):
         while sum(sizes) + 2 * (len(sections) - 1) > budget:
-            candidates = [s for s in sections if any(_droppable(s, i, keep, spare) for i in s.items)]
+            candidates = [s for s in sections if _order(s, keep, spare)]
             if not candidates:
                 break
             section = max(candidates, key=lambda s: sum(len(i) for i in s.items))
-            indexes = range(len(section.items) - 1, -1, -1) if section.newest_first else range(len(section.items))
-            order = [i for i in indexes if _droppable(section, section.items[i], keep, spare)]
-            if section.key == "goal" and len(order) > 1:
-                order = [i for i in order if i != 0]
+            order = _order(section, keep, spare)
             plain = [i for i in order if not _matches(section.items[i], focus)]
             del section.items[(plain or order)[0]]
+            section.left_out += 1
             sizes[sections.index(section)] = _part_size(section)
+
+
+def _order(section: _Section, keep: bool, spare: bool) -> list[int]:
+    """The indexes of the items of ``section`` that may go, first to go first (the task, the first goal, never)."""
+    indexes = range(len(section.items) - 1, -1, -1) if section.newest_first else range(len(section.items))
+    order = [i for i in indexes if _droppable(section, section.items[i], keep, spare)]
+    return [i for i in order if i != 0] if section.key == "goal" else order
 
 
 def _part_size(section: _Section) -> int:
@@ -358,12 +419,13 @@ def _render(sections: list[_Section], progress: ProgressCallback | None) -> str:
 
 def _render_section(section: _Section) -> str:
     heading, marker = _SPECS[section.key]
-    if not section.items:
+    items = section.items + ([_count_line(section)] if section.left_out else [])
+    if not items:
         return heading + "\n(none)"
     lines = [heading]
     if marker == "> ":
-        return "\n".join(lines + [("> " + line).rstrip() for item in section.items for line in item.split("\n")])
-    for n, item in enumerate(section.items, 1):
+        return "\n".join(lines + [("> " + line).rstrip() for item in items for line in item.split("\n")])
+    for n, item in enumerate(items, 1):
         prefix = f"{n}. " if marker == "1. " else marker
         first, *rest = item.split("\n")
         lines.append(prefix + first)

@@ -24,6 +24,10 @@ Invariants:
 * Next steps: the assistant's steps still open at the cut, verbatim
   (:func:`~.todos.open_todos`, shared with the fidelity gate's ``todo``
   facts), after "Finish: …" for an unfinished request.
+* Identifiers: the exact values named in what the user and the assistant
+  wrote (:func:`~.facts.identifiers_in`), newest last; the files a tool
+  call names and the commands run are not identifiers (Done and the file
+  lists name them).
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ import attrs
 from pi_protocol.base import JsonDict
 from pi_sessiond.summarizers.bashfiles import changed_paths
 from pi_sessiond.summarizers.cues import DECISIVE, constraint_sentences, decisive_lines
-from pi_sessiond.summarizers.facts import latest_request, message_text
+from pi_sessiond.summarizers.decisions import decisions_in
+from pi_sessiond.summarizers.facts import identifiers_in, latest_request, message_text
 from pi_sessiond.summarizers.offline_text import (
     command_label,
     condense,
@@ -55,21 +60,9 @@ COMMITS_KEPT = 10
 COMMANDS_KEPT = 8
 _FILE_TOOLS = frozenset({"read", "edit", "write"})
 _COMMIT = re.compile(r"git commit\b.*?-m\s+([\"'])(.+?)\1", re.S)
-_DECISION = re.compile(
-    r"\b(?:I'll|I will|let's|we'll|we will|instead|decided|decide to|switch(?:ed|ing)? to|going with|"
-    r"go with|the fix is|the approach|better to|rather than|we can have|we should|use `)",
-    re.I,
-)
-_TRIVIAL_DECISION = re.compile(
-    r"\b(?:I'll|I will|let's) (?:now |first |also )?"
-    r"(?:check|look|read|run|verify|see|test|try|start|implement|commit)\b",
-    re.I,
-)
-_RATIONALE = re.compile(r"\s(?:because|since|so that|to avoid)\s", re.I)
 _PLAN_SENTENCE = re.compile(
     r"^(?:now |next,? |then )?(?:I (?:still )?need to|next I'll|still need to|remaining:)", re.I
 )
-_IDENTIFIER = re.compile(r"`([^`\n]{2,100})`|(?<![\w/])([A-Za-z_][\w.]*\(\))|((?:[~@]?/)?(?:[\w.-]+/)+[\w.-]+\.\w+)")
 
 
 @attrs.frozen
@@ -77,6 +70,7 @@ class Extraction:
     """Everything the summary sections are built from, oldest first."""
 
     requests: tuple[str, ...] = ()
+    first_request: str = ""
     last_request: str = ""
     constraints: tuple[str, ...] = ()
     done: tuple[str, ...] = ()
@@ -164,10 +158,6 @@ class _Scan:
         args: JsonDict = raw if isinstance(raw, dict) else {}
         note = _note(text)
         self.calls[str(block.get("id", ""))] = (index, str(block.get("name", "")), args, note)
-        path = args.get("path")
-        if isinstance(path, str) and path:
-            self.identifiers.pop(path, None)
-            self.identifiers[path] = index
 
     def _tool_result(self, index: int, msg: JsonDict) -> None:
         call = self.calls.pop(str(msg.get("toolCallId", "")), None)
@@ -207,9 +197,6 @@ class _Scan:
             return
         count, _ = self.commands.pop(label, (0, 0))
         self.commands[label] = (count + 1, index)
-        if not commit:
-            self.identifiers.pop(label, None)
-            self.identifiers[label] = index
 
     def _bash_execution(self, index: int, msg: JsonDict) -> None:
         command = str(msg.get("command", ""))
@@ -233,8 +220,7 @@ class _Scan:
         self.errors.append(text)
 
     def _mention(self, index: int, text: str) -> None:
-        for match in _IDENTIFIER.finditer(text):
-            found = next(g for g in match.groups() if g)
+        for found in identifiers_in(text):
             self.identifiers.pop(found, None)
             self.identifiers[found] = index
 
@@ -272,13 +258,7 @@ def _requests(scan: _Scan) -> tuple[list[str], str, int]:
 
 
 def _decisions(scan: _Scan) -> list[str]:
-    found = []
-    for _, text in scan.assistant_texts:
-        for sentence in sentences(text):
-            if len(sentence.split()) >= 6 and _DECISION.search(sentence) and not _TRIVIAL_DECISION.search(sentence):
-                parts = _RATIONALE.split(condense(sentence, 200), maxsplit=1)
-                found.append(f"**{parts[0].rstrip(' :.')}**" + (f": {parts[1]}" if len(parts) > 1 else ""))
-    return _dedupe(found)
+    return decisions_in(text for _, text in scan.assistant_texts)
 
 
 def _plan(scan: _Scan, since: int, messages: Sequence[JsonDict]) -> list[str]:
@@ -286,8 +266,8 @@ def _plan(scan: _Scan, since: int, messages: Sequence[JsonDict]) -> list[str]:
     / ``Next:`` items, unticked boxes — done ones dropped), then its recent "still need to" sentences."""
     steps = list(open_todos(messages))
     recent = [t for i, t in scan.assistant_texts[-2:] if i > since]
-    steps += [condense(s, 160) for t in recent for s in sentences(t) if _PLAN_SENTENCE.match(s)]
-    return steps
+    said = [condense(s, 160) for t in recent for s in sentences(t) if _PLAN_SENTENCE.match(s)]
+    return steps + [s for s in said if not any(step.lower() in s.lower() for step in steps)]
 
 
 def extract(messages: Sequence[JsonDict], focus: Iterable[str] = ()) -> Extraction:
@@ -311,8 +291,10 @@ def extract(messages: Sequence[JsonDict], focus: Iterable[str] = ()) -> Extracti
     done = _done(scan, finished, current, tuple(focus))
     steps = ([f"Finish: {current}"] if in_progress else []) + _plan(scan, last_index, messages)
     steps += [f"Resolve: {b}" for b in blocked]
+    first = next((t for _, t in scan.user_texts if is_request(t)), scan.user_texts[0][1] if scan.user_texts else "")
     return Extraction(
         requests=tuple(requests),
+        first_request=first,
         last_request=last_request,
         constraints=tuple(_dedupe(_constraints(scan))),
         done=tuple(done),

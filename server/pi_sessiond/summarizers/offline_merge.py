@@ -3,12 +3,17 @@
 Invariants (iterative, not additive):
 
 * Every item of the previous summary is kept, except: one last error, one
-  latest request, one identifier line and one split-turn context (the new
-  range's, or the newest earlier one); an In Progress item whose file was
-  now changed moves to Done, a Blocked one to Done as resolved, and a
-  Blocked one that a new failure of the same sort restates goes.
-* An earlier constraint or decision that a new one restates is marked
-  superseded (the later wins); the gate's ``[gate]`` marks are stripped.
+  latest request and one identifier line (the new range's, or the newest
+  earlier one); an In Progress item whose file was now changed moves to
+  Done, a Blocked one to Done as resolved, and a Blocked one that a new
+  failure of the same sort restates goes.
+* The previous summary's split-turn part is folded into the sections, not
+  quoted: its Progress So Far under Done; its directions, decisions, steps,
+  error and request are carried into their own sections by :mod:`.carry`;
+  the rest of its context (what was under way inside that turn) is over.
+* Constraints and decisions by identity (:func:`~.revise.merge_items`): the
+  same item once, an earlier one a new one revises marked superseded, one
+  marked by an earlier range dropped; the gate's ``[gate]`` marks are stripped.
 * Order: previous items first, new ones after (Next Steps: new first);
   exact duplicates (whitespace aside) once.
 """
@@ -20,6 +25,8 @@ from collections.abc import Iterable, Sequence
 
 from pi_sessiond.summarizers.facts import SUPERSEDED
 from pi_sessiond.summarizers.gate import MARK
+from pi_sessiond.summarizers.revise import merge_items
+from pi_sessiond.summarizers.summary_parse import SPLIT_TURN_TITLE, parse_sections
 
 CURRENT = " (current)"
 STOPWORDS = frozenset(
@@ -31,6 +38,7 @@ STOPWORDS = frozenset(
 def merge(old: dict[str, list[str]], new: dict[str, list[str]], done_paths: Sequence[str]) -> dict[str, list[str]]:
     """The previous summary ``old`` updated by the new range's sections ``new`` (module invariants)."""
     old = {key: [item.removeprefix(MARK) for item in items] for key, items in old.items()}
+    old = _folded(old)
     still, finished = _split_done(old.get("in_progress", []), done_paths)
     blocked, resolved = _split_done(old.get("blocked", []), done_paths)
     goals = [g.removesuffix(CURRENT) for g in old.get("goal", [])]
@@ -44,9 +52,21 @@ def merge(old: dict[str, list[str]], new: dict[str, list[str]], done_paths: Sequ
                            new["critical"]),
     }
     for key in ("constraints", "decisions"):
-        merged[key] = _union(superseded_marked(old.get(key, []), [n for n in new[key] if n not in old.get(key, [])]),
-                             new[key])
+        merged[key] = merge_items(old.get(key, []), new[key])
     return merged
+
+
+def _folded(old: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``old`` with its quoted split-turn parts folded into Done and Critical Context (module invariants)."""
+    critical = old.get("critical", [])
+    quoted = [item for item in critical if item.startswith(SPLIT_TURN_TITLE)]
+    if not quoted:
+        return old
+    out = {**old, "critical": [item for item in critical if not item.startswith(SPLIT_TURN_TITLE)]}
+    for item in quoted:
+        turn = parse_sections("\n".join(ln.removeprefix(">").removeprefix(" ") for ln in item.splitlines()[1:]))
+        out["done"] = [*out.get("done", []), *turn.get("early", [])]
+    return out
 
 
 _SINGLETONS = (

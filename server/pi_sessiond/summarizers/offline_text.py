@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import re
 
+from pi_sessiond.summarizers.cues import cue_strength
+from pi_sessiond.summarizers.segment import prose_of, units
+
 _INSPECT = re.compile(
     r"(?:ls|cat|grep|rg|find|head|tail|wc|echo|pwd|which|tree|file|stat|sed -n|git (?:status|diff|log|show))\b"
 )
@@ -95,3 +98,17 @@ def command_label(command: str) -> str:
 def is_inspection(label: str) -> bool:
     """Commands that only look at things (``ls``, ``grep``, ``git status``…) are not progress."""
     return _INSPECT.match(label) is not None
+
+
+TASK_CHARS = 300
+
+
+def task_of(text: str) -> str:
+    """What a request asks, in a sentence or two: its first prose sentence, and the next one when the first
+    is short (under 60 characters) and the next one no rule of its own (no cue), at most ``TASK_CHARS``."""
+    said = [unit for unit, _ in units(prose_of(text))]
+    if not said:
+        return condense(text, TASK_CHARS)
+    second = len(said[0]) < 60 and len(said) > 1 and cue_strength(said[1]) == 0
+    task = f"{said[0]} {said[1]}" if second else said[0]
+    return condense(task, TASK_CHARS)

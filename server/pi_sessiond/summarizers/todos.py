@@ -4,7 +4,8 @@
 steps it said were still to do: a ``TODO:`` / ``Next:`` / ``Then:`` item (a
 few languages), the list under such a heading or label (``**Next steps:**``),
 an unticked checkbox ``- [ ]``, a sentence saying something still needs
-doing, and the steps of its newest numbered plan (two or more numbered
+doing or announcing the next step ("Next, I'll …", "After that, …"),
+and the steps of its newest numbered plan (two or more numbered
 lines). It returns them verbatim, oldest
 first, without those already done.
 
@@ -58,6 +59,12 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(?!\[[ xX]\])(.+)$")
 _STILL = re.compile(
     r"\b(?:I (?:still )?need to|still needs? to|still has to|remains? to be|is still (?:missing|open|pending)|"
     r"not (?:done|implemented) yet|il reste à|fehlt noch|muss noch|falta|queda pendiente)\b",
+    re.I,
+)
+# A sentence that announces the next step ("Next, I'll …", "After that, …", "Once this is merged I'll …").
+_PROSE_NEXT = re.compile(
+    r"^(?:next,? (?:I'll|I will|we'll|we will|I need to|we need to)|after that,|afterwards,|"
+    r"then I (?:still )?(?:have|need) to|once (?:this|that|it) (?:is|has been) \w+,? (?:I'll|we'll|I will|we will))\b",
     re.I,
 )
 _BOX = re.compile(r"^\s*[-*+]\s+\[([ xX])\]\s+(.+)$", re.M)
@@ -133,7 +140,8 @@ def steps_in(text: str) -> list[tuple[str, bool, bool]]:
     numbered = [s.strip() for s in _NUMBERED.findall(text) if s.strip() not in listed]
     if len(numbered) >= 2:
         found += [(s, is_ticked(s), True) for s in numbered]
-    found += [(s.strip(), False, False) for s in _SENTENCE.split(text) if _STILL.search(s) and not _CUE.match(s)]
+    found += [(s.strip(), False, False) for s in _SENTENCE.split(text)
+              if (_STILL.search(s) or _PROSE_NEXT.match(s.strip())) and not _CUE.match(s)]
     return found
 
 

@@ -498,7 +498,9 @@ async def test_an_incomplete_model_answer_is_repaired_by_the_gate(
     summary = str(done.entry.data["summary"])
     constraints = summary.split("## Constraints & Preferences\n", 1)[1].split("\n\n", 1)[0]
     assert "- [gate] Keine globalen Variablen verwenden." in constraints
-    assert "- [gate] テストは削除しないでください。" in constraints
+    # the latest request, written verbatim, names its own direction: said once
+    assert "テストは削除しないでください。" not in constraints and summary.count("テストは削除しないでください。") == 1
+    assert "Latest user request (verbatim): 次に進んで。テストは削除しないでください。" in summary
     critical = summary.split("## Critical Context\n", 1)[1]
     assert "[gate] Last error:" in critical and "AssertionError: assert " in critical
     assert "src/old_0.py" in summary.split("<modified-files>")[1]

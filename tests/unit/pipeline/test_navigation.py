@@ -267,7 +267,7 @@ def many_requests(count: int) -> list[Json]:
 
 
 async def test_custom_instructions_are_honoured(tmp_path: Path) -> None:
-    """Pi asks for "MONKEY MONKEY MONKEY"; offline, the focus keeps the matching goal when trimming."""
+    """Pi asks for "MONKEY MONKEY MONKEY"; offline, the focus leads the Goal."""
     lines = many_requests(14)  # the Goal section keeps 12
     plain_path, focused_path = (write_lines(tmp_path / name, lines) for name in ("plain.jsonl", "focused.jsonl"))
     plain = await navigate_tree(Session.open(plain_path), "ra", summarizer=OfflineSummarizer(), summarize=True)
@@ -278,9 +278,10 @@ async def test_custom_instructions_are_honoured(tmp_path: Path) -> None:
     def goal(summary: str) -> str:
         return summary.split("## Goal\n", 1)[1].split("\n\n", 1)[0]
 
-    # every request is still a direction the gate keeps; the focus decides which ones the Goal keeps
+    # the Goal is the task (and the focus, first); every request is still a direction the gate keeps
     assert "MONKEY" not in goal(plain.entry.data["summary"])
-    assert "- Tackle the MONKEY feeding next" in goal(focused.entry.data["summary"])
+    assert goal(focused.entry.data["summary"]).startswith("- Additional focus: Keep the MONKEY in mind")
+    assert "Tackle the MONKEY feeding next" in focused.entry.data["summary"]
     [request] = recording.requests
     assert request.purpose == "branch" and request.custom_instructions == "Keep the MONKEY in mind"
     assert request.prompt.endswith("\n\nAdditional focus: Keep the MONKEY in mind")

@@ -57,8 +57,10 @@ def edit(path: str) -> dict[str, object]:
 
 def test_a_previous_summary_is_read_into_facts() -> None:
     carried = read_summary(PREVIOUS)
+    # the latest request, written verbatim, names its directions: they are carried as constraints
     assert carried.constraints == (
-        "Never touch `legacy/` without asking.", "Kein `unwrap()` im Produktionscode.", "Usa siempre tabulaciones.")
+        "Never touch `legacy/` without asking.", "Kein `unwrap()` im Produktionscode.", "Usa siempre tabulaciones.",
+        "Make the importer stream rows.")
     assert carried.decisions == ("**Use `csv` crate instead of a hand-written parser**: it handles quoting",)
     assert carried.todos == ("Wire `import()` into the CLI", "Update `docs/import.md`")
     assert carried.identifiers == ("src/csv.rs", "import()", "v0.4.2")
@@ -76,33 +78,31 @@ def test_a_model_that_drops_the_previous_facts_is_repaired() -> None:
     assert f"- {MARK}Usa siempre tabulaciones." in repaired.text
     next_steps = repaired.text.split("## Next Steps\n", 1)[1].split("\n\n", 1)[0]
     assert f"{MARK}Update `docs/import.md`" in next_steps
-    # The range has a request of its own: the newer one is the latest, the older one a goal; the range has no
-    # error: the carried one stays.
+    # The range has a request of its own: the newer one is the latest (the older one is no goal: its
+    # directions are constraints already); the range has no error: the carried one stays.
     assert f"{MARK}Latest user request (verbatim): Zeig mir die Tests." in repaired.text
     goal = repaired.text.split("## Goal\n", 1)[1].split("\n\n", 1)[0]
-    assert goal == (f"- streaming import\n- {MARK}Port the CSV importer to Rust\n"
-                    f"- {MARK}Earlier request (verbatim): Make the importer stream rows.")
+    assert goal == f"- streaming import\n- {MARK}Port the CSV importer to Rust"
     assert CARRIED_ERROR in repaired.text and "src/csv.rs:88:5" in repaired.text
     assert repair(repaired.text, facts, "history", HISTORY_HEADINGS).added == ()  # idempotent
     # The repaired summary, compacted once more by a model that drops everything, still keeps them.
     again = carry_forward(extract_facts([user("ok, weiter so bitte")]), repaired.text, [])
     twice = repair("## Goal\n- x", again, "history", HISTORY_HEADINGS)
     for needle in ("Never touch `legacy/` without asking.", "Kein `unwrap()`", "src/csv.rs:88:5", "`v0.4.2`",
-                   "Earlier request (verbatim): Make the importer stream rows.",
-                   "Earlier request (verbatim): Zeig mir die Tests."):
+                   "Zeig mir die Tests."):
         assert needle in twice.text
     assert twice.text.count(CARRIED_ERROR) == 1 and twice.text.count("Make the importer stream rows.") == 1
 
 
 def test_a_newer_error_and_a_restated_constraint_win() -> None:
     messages = [
-        user("Never touch `legacy/` unless the tests fail there."),
+        user("Actually, touch `legacy/` only when the tests fail there."),
         {"role": "toolResult", "toolName": "bash", "isError": True,
          "content": [{"type": "text", "text": "error[E0382]: borrow of moved value: `row`\n --> src/csv.rs:12:9"}]},
     ]
     facts = carry_forward(extract_facts(messages), PREVIOUS, messages)
     assert facts.constraints[0] == "Never touch `legacy/` without asking." + SUPERSEDED
-    assert "Never touch `legacy/` unless the tests fail there." in facts.constraints
+    assert "Actually, touch `legacy/` only when the tests fail there." in facts.constraints
     assert "E0382" in facts.last_error and CARRIED_ERROR not in facts.last_error
     repaired = repair("## Goal\n- x", facts, "history", HISTORY_HEADINGS)
     assert "without asking. (superseded by a later item)" in repaired.text
@@ -134,7 +134,9 @@ def test_a_split_turn_part_is_carried_too() -> None:
     facts = extract_facts([user("Bitte keine globalen Variablen. Fix the parser.")])
     turn = repair("## Original Request\n> fix it\n\n## Progress So Far\n- read files", facts, "turnPrefix",
                   TURN_PREFIX_HEADINGS).text
-    assert f"- {MARK}Constraint: Bitte keine globalen Variablen." in turn
+    # the verbatim request names the direction: it is not listed twice, and it is read back from there
+    assert f"- {MARK}Latest user request (verbatim): Bitte keine globalen Variablen. Fix the parser." in turn
+    assert "Constraint: Bitte keine" not in turn
     text = "## Goal\n- old\n\n## Progress\n### Done\n(none)" + SPLIT_TURN_SEPARATOR + turn
     carried = read_summary(text)
     assert "Bitte keine globalen Variablen." in carried.constraints

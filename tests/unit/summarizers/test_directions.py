@@ -90,6 +90,16 @@ def test_greetings_acknowledgements_and_plain_questions_are_not(text: str) -> No
     assert constraint_sentences(text) == []
 
 
+@pytest.mark.parametrize(("text", "kept"), [
+    ("I suspect the cache is stale.", []), ("Great, all green.", []), ("The build looked odd last night.", []),
+    ("Ich vermute, es liegt am Cache.", []), ("たぶんキャッシュの問題だと思います。", []),
+    ("OK, use tabs.", ["OK, use tabs."]),  # an acknowledgement before a direction: still a direction
+    ("I think we should never retry on 4xx.", ["I think we should never retry on 4xx."]),  # a cue wins
+])
+def test_observations_are_no_directions(text: str, kept: list[str]) -> None:
+    assert constraint_sentences(text) == kept
+
+
 def test_positions_are_kept_and_repeats_dropped_across_messages() -> None:
     messages = [{"role": "user", "content": "Keep the CSV header. Thanks!\n\n```\nrm -rf /\n```\nRound down."},
                 {"role": "user", "content": "keep the  csv header. Tag the release as v3."}]

@@ -47,7 +47,10 @@ def tool_result(call_id: str, name: str, text: str, *, error: bool = False, **ex
         ("echo done > status.txt 2>&1", ["status.txt"]),
         ("printf x >> log/app.log", ["log/app.log"]),
         ("npm test | tee -a out.log", ["out.log"]),
-        ("touch a.txt && mkdir -p pkg/sub", ["a.txt", "pkg/sub"]),
+        ("touch a.txt && mkdir -p pkg/sub", ["a.txt"]),  # a folder is no file
+        ("mkdir -p utils && mv tools-manager.ts utils/ && mv utils/config.ts .",
+         ["tools-manager.ts", "utils/tools-manager.ts", "utils/config.ts", "config.ts"]),
+        ("rm -rf build/ && cp -r templates/ out/site", ["build", "out/site"]),
         ("cd repo && sudo rm /etc/motd", ["/etc/motd"]),
         ("cat > gen.py <<'EOF'\nrm -rf /\nprint(1)\nEOF\npython gen.py", ["gen.py"]),
         ("patch lib.c fix.diff", ["lib.c"]),
@@ -59,6 +62,17 @@ def tool_result(call_id: str, name: str, text: str, *, error: bool = False, **ex
 )
 def test_bash_commands_name_the_files_they_change(command: str, paths: list[str]) -> None:
     assert changed_paths(command) == paths
+
+
+def test_a_relative_name_of_a_file_a_tool_named_in_full_is_listed_once() -> None:
+    edit = {"role": "assistant", "content": [{"type": "toolCall", "id": "e", "name": "edit",
+                                              "arguments": {"path": "/w/src/utils/tools-manager.ts"}}]}
+    bash = {"role": "assistant", "content": [{"type": "toolCall", "id": "b", "name": "bash",
+                                              "arguments": {"command": "cd src && sed -i 's/a/b/' "
+                                                            "utils/tools-manager.ts && rm -f stale.ts"}}]}
+    facts = extract_facts([edit, bash])
+    assert facts.modified_files == ("/w/src/utils/tools-manager.ts", "stale.ts")
+    assert facts.bash_modified == ("stale.ts",)
 
 
 def test_unbalanced_quotes_do_not_break_the_reader() -> None:
