@@ -151,3 +151,11 @@ def _prepare(
         settings=settings,
         projection=projection,
     )
+
+
+@attrs.frozen
+class Prepared:
+    """A preparation of the path to ``leaf_id``, made before the compaction that uses it (not made again)."""
+
+    leaf_id: str | None
+    prep: CompactionPreparation

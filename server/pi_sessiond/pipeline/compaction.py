@@ -45,7 +45,7 @@ import attrs
 from pi_protocol import CompactionEntry, CompactionPreview, FileDetails, RequestPlan, Usage, structure, unstructure
 from pi_protocol.base import JsonDict
 from pi_protocol.compaction import SummaryRequestView
-from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
+from pi_sessiond.compaction.prepare import CompactionPreparation, Prepared, prepare_compaction
 from pi_sessiond.compaction.tokens import CompactionSettings, estimate_tokens
 from pi_sessiond.errors import Conflict, NothingToCompact, NotShrinking
 from pi_sessiond.pipeline.filelists import RangeFiles, range_files
@@ -77,14 +77,6 @@ Supplier = Callable[[CompactionPreparation], Awaitable[JsonDict | None]]
 
 Reviewer = Callable[[str, int, int], Awaitable[str]]
 """``review(summary, tokens_before, estimated_tokens_after)`` -> the summary to write (or raises)."""
-
-
-@attrs.frozen
-class Prepared:
-    """A preparation of the path to ``leaf_id``, made before :func:`compact` was called (not made again)."""
-
-    leaf_id: str | None
-    prep: CompactionPreparation
 
 
 @attrs.frozen(kw_only=True)

@@ -43,8 +43,8 @@ from pygls.protocol import (
 )
 
 from pi_protocol import errors as codes
-from pi_sessiond.jsonio.deepjson import deep_dumps
 from pi_sessiond.jsonio.jsontext import loads
+from pi_sessiond.rpc.encoding import Encoder, too_large_reply
 from pi_sessiond.rpc.errors import reason_error, to_rpc_error
 from pi_sessiond.rpc.jsonrpc import (
     Batch,
@@ -63,7 +63,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
 
 
 class PiProtocol(LanguageServerProtocol):
@@ -71,6 +70,7 @@ class PiProtocol(LanguageServerProtocol):
 
     def __init__(self, server: Any, converter: Any) -> None:
         super().__init__(server, converter)
+        self._encoder = Encoder(converter)
         self.sink: MessageSink | None = None
         self.exit_code: int | None = None
         self.on_exit: Callable[[], None] | None = None
@@ -110,7 +110,7 @@ class PiProtocol(LanguageServerProtocol):
         if self._refuse_batch(len(data)):
             return
         reply_cap = self.batch_limits()[1]
-        batch = Batch(self._write_body, self._encode, reply_cap, self._reply_too_large(reply_cap))
+        batch = Batch(self._write_body, self._encoder.encode, reply_cap, too_large_reply(reply_cap))
         for item in data:
             self._receive_one(item, batch)
         batch.seal()
@@ -242,7 +242,7 @@ class PiProtocol(LanguageServerProtocol):
         self._write(obj)
 
     def _write(self, obj: Any) -> None:
-        body = self._encode(obj)
+        body = self._encoder.encode(obj)
         if body is not None:
             self._write_body(body)
 
@@ -252,44 +252,6 @@ class PiProtocol(LanguageServerProtocol):
             logger.debug("connection closed; dropped an outgoing message")
             return
         sink.send(body)
-
-    def _encode(self, obj: Any) -> bytes | None:
-        """``obj`` as JSON; a result that cannot be serialised becomes its request's error (``None``: dropped)."""
-        try:
-            return self._dumps(obj)
-        except TypeError as exc:
-            if not isinstance(obj, dict) or "method" in obj or "id" not in obj:
-                logger.error("cannot serialise an outgoing message: %s", exc)
-                return None
-            logger.error("cannot serialise the result of request %r: %s", obj["id"], exc)
-            return orjson.dumps(error_reply(obj["id"], codes.INTERNAL_ERROR, "Internal error: unserialisable result"))
-
-    @staticmethod
-    def _reply_too_large(cap: int) -> Callable[[Any], bytes]:
-        def reply(msg_id: Any) -> bytes:
-            message = f"Reply too large: the batch's replies would pass {cap} bytes (daemon.maxMessageBytes)"
-            error = reason_error("tooLarge", message, {"limit": cap})
-            return orjson.dumps(error_reply(msg_id, error.code, error.message, error.data))
-
-        return reply
-
-    def _dumps(self, obj: Any) -> bytes:
-        """orjson; values nested deeper than orjson writes (255) take the iterative writer."""
-        try:
-            return orjson.dumps(obj, default=self._default, option=_JSON_OPTIONS)
-        except TypeError:
-            return deep_dumps(obj, default=self._default).encode("utf-8")
-
-    def _default(self, value: Any) -> Any:
-        if hasattr(value, "__attrs_attrs__"):
-            if type(value).__module__.startswith("pi_protocol"):
-                from pi_protocol import unstructure
-
-                return unstructure(value)
-            return self._converter.unstructure(value)
-        if isinstance(value, tuple | set | frozenset):
-            return list(value)
-        raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
     def _message_dict(self, data: Any) -> dict[str, Any]:
         kind = type(data)

@@ -34,10 +34,10 @@ import attrs
 
 from pi_protocol import CompactResult
 from pi_protocol.results import Reason
-from pi_sessiond.compaction.prepare import CompactionPreparation, prepare_compaction
+from pi_sessiond.compaction.prepare import CompactionPreparation, Prepared, prepare_compaction
 from pi_sessiond.compaction.tokens import estimate_projected_context_tokens
 from pi_sessiond.errors import Conflict
-from pi_sessiond.pipeline.compaction import Prepared, check_descends, prepare_off_loop
+from pi_sessiond.pipeline.compaction import check_descends, prepare_off_loop
 from pi_sessiond.service.compacting import drafts
 from pi_sessiond.service.compacting.drafts import Drafts
 from pi_sessiond.service.compacting.draftstore import StoredDraft
