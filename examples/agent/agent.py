@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -233,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     daemon = Daemon.connect(args.unix) if args.unix else Daemon.spawn([sys.executable, "-m", "pi_sessiond", "serve"])
     daemon.initialize({"contextWindow": args.window})
-    session = daemon.call("pi/createSession", {"cwd": args.cwd})
+    session = daemon.call("pi/createSession", {"cwd": os.path.abspath(args.cwd)})
     agent = Agent(daemon, session["sessionId"], model_url=args.model_url, model=args.model,
                   with_usage=not args.no_usage)
     agent.say("Read the files one by one. Remember: the deploy code word is HERON-7.", 0)

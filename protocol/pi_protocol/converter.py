@@ -16,6 +16,7 @@ copy: never put attrs objects in them (a plain ``Any`` field is still walked).
 from __future__ import annotations
 
 import functools
+import json
 import types
 import typing
 from collections.abc import Callable
@@ -48,8 +49,12 @@ class StructureError(ValueError):
         super().__init__(self.describe())
 
     def describe(self) -> str:
+        """``where: expected …, got KIND`` (a short string that is not one of the named values is shown)."""
         where = ".".join(str(p) for p in self.path) or "params"
-        return f"{where}: expected {self.expected}, got {_json_kind(self.got)}"
+        got = _json_kind(self.got)
+        if isinstance(self.got, str) and "'" in self.expected and len(self.got) <= 40:
+            got = f"{got} {json.dumps(self.got)}"
+        return f"{where}: expected {self.expected}, got {got}"
 
     def missing(self) -> StructureError:
         """Mark the error as a required field that is absent."""

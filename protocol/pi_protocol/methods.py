@@ -162,7 +162,7 @@ _SUMMARIZE: Final = ("unknownSession", "locked", "nothingToCompact", "summarizer
 
 METHODS: Final = (
     MethodSpec(CREATE_SESSION, CreateSessionParams, SessionInfo,
-               "A new session for `cwd`; its file is created with the first assistant message."),
+               "A new session for `cwd`; its file is created with the first entry appended."),
     MethodSpec(OPEN_SESSION, OpenSessionParams, SessionInfo,
                "Open a session file by `path` (the same file twice is the same session) or by `sessionId`.",
                errors=("unknownSession", "locked", "notASession", "tooLarge")),

@@ -102,3 +102,19 @@ def test_an_offline_compaction_is_summarized_in_a_worker_process_while_reads_are
     while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(Path(f"/proc/{pid}").exists() for pid in workers), "a worker outlived the killed daemon"
+
+
+def test_a_clean_exit_after_an_offline_compaction_logs_no_traceback(tmp_path: Path) -> None:
+    """``shutdown`` + ``exit`` on stdio stops the summary worker processes while the interpreter is whole."""
+    session = generated(tmp_path / "s.jsonl", entries=300, seed=4)
+    with daemon() as d:
+        sid = d.ok("pi/openSession", {"path": str(session)})["sessionId"]
+        assert d.ok("pi/compact", {"sessionId": sid})["entry"]["type"] == "compaction"
+        assert _children(d.proc.pid), "the offline summary ran in the daemon's own process"
+        d.ok("shutdown", None)
+        body = b'{"jsonrpc":"2.0","method":"exit"}'
+        assert d.proc.stdin is not None
+        d.proc.stdin.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
+        d.proc.stdin.close()
+        assert d.proc.wait(60) == 0
+        assert "Traceback" not in d.log() and "Error" not in d.log(), d.log()

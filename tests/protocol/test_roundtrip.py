@@ -100,3 +100,12 @@ def test_unstructure_of_data_nested_deeper_than_python_recurses_equals_the_shall
     while not isinstance(node, str):
         node, levels = (node["k"] if isinstance(node, dict) else node[0]), levels + 1
     assert (node, levels) == ("leaf", 20_000)
+
+
+def test_a_value_outside_the_named_ones_is_shown_and_a_long_one_is_not() -> None:
+    from pi_protocol.params import GetContextParams
+
+    with pytest.raises(StructureError, match=r'^format: expected .pi. or .openai. or .anthropic., got string "gemini"'):
+        structure({"sessionId": "s", "format": "gemini"}, GetContextParams)
+    with pytest.raises(StructureError, match=r"got string$"):
+        structure({"sessionId": "s", "format": "x" * 41}, GetContextParams)

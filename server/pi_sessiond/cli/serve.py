@@ -129,7 +129,10 @@ def run(args: argparse.Namespace) -> int:
 
     tcp, ws, unix = getattr(args, "tcp", None), getattr(args, "ws", None), getattr(args, "unix", None)
     if tcp is None and ws is None and unix is None:
-        return stdio.run_stdio(make_server)
+        try:
+            return stdio.run_stdio(make_server)
+        finally:
+            _stop_workers()
     problem = _refusal(tcp or ws, getattr(args, "allow_remote", False)) if unix is None else None
     if problem is not None:
         print(f"pi-sessiond serve: {problem}", file=sys.stderr)

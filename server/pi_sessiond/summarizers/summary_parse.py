@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from pi_sessiond.compaction.prompts import SPLIT_TURN_SEPARATOR
+from pi_sessiond.compaction.prompts import NO_PRIOR_HISTORY, SPLIT_TURN_SEPARATOR
 
 HEADING_KEYS = {
     "## Goal": "goal",
@@ -70,7 +70,9 @@ def parse_summary(text: str) -> dict[str, list[str]]:
     text = _FILE_TAGS.sub("", text).strip()
     history, _, turn = text.partition(SPLIT_TURN_SEPARATOR.strip("\n"))
     sections = _parse_structured(history.strip())
-    if sections is None:
+    if sections is None and history.strip() in ("", NO_PRIOR_HISTORY):
+        sections = {}  # a split turn without history before it: nothing earlier to carry
+    elif sections is None:
         sections = {"earlier": [_quote("Earlier context (previous summary, kept verbatim):", history)]}
         sections.update(_lift(history))
     if turn.strip():

@@ -384,3 +384,14 @@ async def test_a_message_too_deep_for_json_bytes_is_summarized_from_the_objects(
         workers.use_processes(0)
         workers.shutdown()
     assert result.text == build_summary(req)
+
+
+def test_a_split_turn_summary_without_history_carries_no_earlier_context() -> None:
+    """A first compaction that is only a split turn says "No prior history." for the history: nothing to carry."""
+    from pi_sessiond.compaction.prompts import NO_PRIOR_HISTORY, SPLIT_TURN_SEPARATOR
+
+    previous = f"{NO_PRIOR_HISTORY}{SPLIT_TURN_SEPARATOR}## Original Request\nFix the totals.\n"
+    sections = parse_summary(previous)
+    assert "earlier" not in sections and NO_PRIOR_HISTORY not in str(sections)
+    assert any("Fix the totals." in item for item in sections["critical"])
+    assert "earlier" in parse_summary(f"Some free text.{SPLIT_TURN_SEPARATOR}turn")
