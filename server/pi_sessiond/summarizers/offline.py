@@ -37,7 +37,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-import attrs
 import orjson
 
 from pi_protocol import Usage
@@ -48,62 +47,29 @@ from pi_sessiond.summarizers.carry import carry_forward, earlier_summaries
 from pi_sessiond.summarizers.facts import SUPERSEDED, Facts, bounded
 from pi_sessiond.summarizers.gate import error_present, flat, present
 from pi_sessiond.summarizers.offline_extract import Extraction, extract, message_text, trim_block
-from pi_sessiond.summarizers.offline_merge import CURRENT, STOPWORDS, merge
+from pi_sessiond.summarizers.offline_merge import CURRENT, merge
+from pi_sessiond.summarizers.offline_sections import (
+    CHARS_PER_TOKEN,
+    Section,
+    fit,
+    focus_words,
+    matches,
+    render,
+    take_counts,
+)
 from pi_sessiond.summarizers.offline_text import task_of
 from pi_sessiond.summarizers.revise import key, revised_within
 from pi_sessiond.summarizers.summary_parse import SPLIT_TURN_TITLE, parse_sections, parse_summary
 
-CHARS_PER_TOKEN = 4
 _LIMITS = {"goal": 12, "done": 40, "decisions": 10, "next": 8, "ids": 20}
 IDS_KEPT = 30  # identifiers of the range and carried ones, in one line
 _IDS_LABEL = "Identifiers in recent use: "
 _REQUEST_ITEMS = ("Last user request", "Latest user request")
 _CURRENT = CURRENT
-_STOPWORDS = STOPWORDS
 
-# key, heading, item marker
-_SPECS = {
-    "goal": ("## Goal", "- "),
-    "constraints": ("## Constraints & Preferences", "- "),
-    "done": ("### Done", "- [x] "),
-    "in_progress": ("### In Progress", "- [ ] "),
-    "blocked": ("### Blocked", "- "),
-    "decisions": ("## Key Decisions", "- "),
-    "next": ("## Next Steps", "1. "),
-    "critical": ("## Critical Context", "- "),
-    "request": ("## Original Request", "> "),
-    "early": ("## Progress So Far", "- "),
-    "suffix": ("## Context Needed to Continue", "- "),
-}
 _HISTORY = ("goal", "constraints", "done", "in_progress", "blocked", "decisions", "next", "critical")
 _BRANCH = _HISTORY[:-1]
 _TURN_PREFIX = ("request", "early", "suffix")
-
-
-@attrs.define
-class _Section:
-    key: str
-    items: list[str]
-    newest_first: bool = False
-    left_out: int = 0  # items the size bound took out (an earlier summary's count included)
-
-
-_COUNTED = re.compile(r"^… (\d+) more .+ not listed \(size bound\)$")
-_NAMES = {"goal": "goals", "done": "done items", "in_progress": "items in progress", "blocked": "blocked items",
-          "decisions": "decisions", "next": "next steps", "critical": "context items", "early": "earlier steps",
-          "suffix": "context items", "request": "request lines"}
-
-
-def _count_line(section: _Section) -> str:
-    return f"… {section.left_out} more {_NAMES.get(section.key, 'items')} not listed (size bound)"
-
-
-def _take_counts(sections: list[_Section]) -> None:
-    """An earlier summary's count lines become each section's running count."""
-    for section in sections:
-        counted = [m for item in section.items if (m := _COUNTED.match(item))]
-        section.left_out += sum(int(m.group(1)) for m in counted)
-        section.items = [item for item in section.items if not _COUNTED.match(item)]
 
 
 class OfflineSummarizer:
@@ -182,7 +148,7 @@ def build_from_payload(payload: bytes) -> str:
 
 def build_summary(request: SummaryRequest, *, progress: ProgressCallback | None = None) -> str:
     """The summary text (pure; ``progress`` gets growing output-token counts)."""
-    focus = _focus_words(request.custom_instructions)
+    focus = focus_words(request.custom_instructions)
     found = extract(request.messages, focus)
     if progress is not None:
         progress(1)
@@ -190,13 +156,13 @@ def build_summary(request: SummaryRequest, *, progress: ProgressCallback | None 
         sections = _turn_prefix_sections(request.messages, found)
     else:
         sections = _history_sections(found, request, focus)
-    _take_counts(sections)
+    take_counts(sections)
     budget = _budget_tokens(request) * CHARS_PER_TOKEN
     if budget > 0:
-        _fit(sections, budget, focus, spare=True)
+        fit(sections, budget, focus, spare=True)
     if request.max_tokens > 0:
-        _fit(sections, request.max_tokens * CHARS_PER_TOKEN, focus, spare=False)
-    return _render(sections, progress)
+        fit(sections, request.max_tokens * CHARS_PER_TOKEN, focus, spare=False)
+    return render(sections, progress)
 
 
 MIN_BUDGET_TOKENS = 600
@@ -227,26 +193,16 @@ def _budget_tokens(request: SummaryRequest) -> int:
     return min(request.max_tokens, limit) if request.max_tokens > 0 else limit
 
 
-def _focus_words(instructions: str | None) -> frozenset[str]:
-    words = re.findall(r"[\w./-]{4,}", (instructions or "").lower())
-    return frozenset(w for w in words if w not in _STOPWORDS)
-
-
-def _matches(item: str, focus: frozenset[str]) -> bool:
-    lowered = item.lower()
-    return any(word in lowered for word in focus)
-
-
 def _select(items: Sequence[str], limit: int, focus: frozenset[str], *, oldest: bool = False) -> list[str]:
     """At most ``limit`` items, order kept: the first one always, focus matches, then the newest
     (``oldest``: the oldest — earlier hard requirements are not pushed out by later ones)."""
     if len(items) <= limit:
         return list(items)
-    ranked = sorted(range(1, len(items)), key=lambda i: (not _matches(items[i], focus), i if oldest else -i))
+    ranked = sorted(range(1, len(items)), key=lambda i: (not matches(items[i], focus), i if oldest else -i))
     return [items[i] for i in sorted([0, *ranked[: limit - 1]])]
 
 
-def _history_sections(found: Extraction, request: SummaryRequest, focus: frozenset[str]) -> list[_Section]:
+def _history_sections(found: Extraction, request: SummaryRequest, focus: frozenset[str]) -> list[Section]:
     goals = [task_of(found.first_request)] if found.first_request else []
     critical = _critical(found, request, focus)
     new = {
@@ -273,7 +229,7 @@ def _history_sections(found: Extraction, request: SummaryRequest, focus: frozens
     said = [key(g) for g in [*new["goal"], *requested]]  # a direction the task or the request names: once
     new["constraints"] = bounded([c for c in new["constraints"] if not any(key(c) in g for g in said)])
     keys = _HISTORY if request.purpose == "history" else _BRANCH
-    return [_Section(k, new[k], newest_first=k == "next") for k in keys]
+    return [Section(k, new[k], newest_first=k == "next") for k in keys]
 
 
 def _quoted_request(previous: dict[str, list[str]]) -> str:
@@ -345,7 +301,7 @@ def _left(found: Extraction, request: SummaryRequest) -> list[str]:
     return [f"**Branch left after**: {found.last_said}"] if found.last_said else []
 
 
-def _turn_prefix_sections(messages: Sequence[dict[str, object]], found: Extraction) -> list[_Section]:
+def _turn_prefix_sections(messages: Sequence[dict[str, object]], found: Extraction) -> list[Section]:
     first_user = next((m for m in messages if m.get("role") == "user"), None)
     original = trim_block(message_text(first_user), 2000) if first_user else ""
     early = list(found.done) + [d.replace("**", "") for d in found.decisions]
@@ -353,81 +309,9 @@ def _turn_prefix_sections(messages: Sequence[dict[str, object]], found: Extracti
     if found.identifiers:
         suffix.append("Identifiers: " + ", ".join(f"`{i}`" for i in found.identifiers[-_LIMITS["ids"] :]))
     return [
-        _Section("request", [original or "(not in the summarized prefix)"]),
-        _Section("early", _select(early, _LIMITS["done"], frozenset())),
-        _Section("suffix", suffix),
+        Section("request", [original or "(not in the summarized prefix)"]),
+        Section("early", _select(early, _LIMITS["done"], frozenset())),
+        Section("suffix", suffix),
     ]
 
 
-_KEPT_LONGEST = ("goal", "constraints", "next", "request")
-_KEPT_ITEMS = ("Last error:", "Last user request", "Latest user request", "Earlier split-turn context:")
-_NEVER_DROPPED = _KEPT_ITEMS[:3]
-
-
-def _protected(section: _Section, item: str) -> bool:
-    """Trimmed only when nothing else is left: goals, constraints, open TODOs, the last error and request."""
-    return section.key in _KEPT_LONGEST or item.startswith(_KEPT_ITEMS)
-
-
-def _droppable(section: _Section, item: str, keep: bool, spare: bool) -> bool:
-    """Protected items go only in the second pass (``keep`` false); user directions never go (a hard fact:
-    their own bound counts what it leaves out); with ``spare`` the last error and the latest request never go."""
-    if section.key == "constraints":
-        return False
-    return not (spare and item.startswith(_NEVER_DROPPED)) and not (keep and _protected(section, item))
-
-
-def _fit(sections: list[_Section], budget: int, focus: frozenset[str], *, spare: bool) -> None:
-    """Drop the oldest item of the longest section until the text fits (headings stay): narrative first
-    (done, decisions, notes), then goals, constraints and open TODOs (the first goal last of all); the last
-    error and the latest request stay unless ``spare`` is false (the hard ``max_tokens`` bound)."""
-    sizes = [_part_size(section) for section in sections]
-    for keep in (True, False):
-        while sum(sizes) + 2 * (len(sections) - 1) > budget:
-            candidates = [s for s in sections if _order(s, keep, spare)]
-            if not candidates:
-                break
-            section = max(candidates, key=lambda s: sum(len(i) for i in s.items))
-            order = _order(section, keep, spare)
-            plain = [i for i in order if not _matches(section.items[i], focus)]
-            del section.items[(plain or order)[0]]
-            section.left_out += 1
-            sizes[sections.index(section)] = _part_size(section)
-
-
-def _order(section: _Section, keep: bool, spare: bool) -> list[int]:
-    """The indexes of the items of ``section`` that may go, first to go first (the task, the first goal, never)."""
-    indexes = range(len(section.items) - 1, -1, -1) if section.newest_first else range(len(section.items))
-    order = [i for i in indexes if _droppable(section, section.items[i], keep, spare)]
-    return [i for i in order if i != 0] if section.key == "goal" else order
-
-
-def _part_size(section: _Section) -> int:
-    """The length of ``section`` as :func:`_render` writes it (without the blank line between parts)."""
-    return len(_render_section(section)) + (len("## Progress\n") if section.key == "done" else 0)
-
-
-def _render(sections: list[_Section], progress: ProgressCallback | None) -> str:
-    parts: list[str] = []
-    for section in sections:
-        text = _render_section(section)
-        parts.append("## Progress\n" + text if section.key == "done" else text)
-        if progress is not None:
-            progress(max(2, len("\n\n".join(parts)) // CHARS_PER_TOKEN))
-    return "\n\n".join(parts)
-
-
-def _render_section(section: _Section) -> str:
-    heading, marker = _SPECS[section.key]
-    items = section.items + ([_count_line(section)] if section.left_out else [])
-    if not items:
-        return heading + "\n(none)"
-    lines = [heading]
-    if marker == "> ":
-        return "\n".join(lines + [("> " + line).rstrip() for item in items for line in item.split("\n")])
-    for n, item in enumerate(items, 1):
-        prefix = f"{n}. " if marker == "1. " else marker
-        first, *rest = item.split("\n")
-        lines.append(prefix + first)
-        lines += [("  " + line).rstrip() for line in rest]
-    return "\n".join(lines)
