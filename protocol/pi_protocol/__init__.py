@@ -2,18 +2,16 @@
 
 attrs classes with snake_case fields; :data:`converter` maps them to the
 camelCase JSON used on the wire and in Pi's session files. Imports attrs and
-cattrs only.
+cattrs only. The converter and the classes it needs (contents, messages,
+entries) load with the package; the other modules and their names load when
+first used, so reading the method table or structuring one params class does
+not build every wire class.
 """
 
-from pi_protocol import errors, methods, params, results
-from pi_protocol.compaction import (
-    CompactionPreview,
-    CompactResult,
-    Gate,
-    GateAddition,
-    NavigateResult,
-    RequestPlan,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from pi_protocol import errors
 from pi_protocol.content import ContentBlock, ImageContent, TextContent, ThinkingContent, ToolCall
 from pi_protocol.converter import StructureError, converter, structure, unstructure
 from pi_protocol.entries import (
@@ -45,7 +43,40 @@ from pi_protocol.messages import (
     Usage,
     UserMessage,
 )
-from pi_protocol.session import ContextResult, SessionWarning, TreeDump
+
+if TYPE_CHECKING:
+    from pi_protocol import methods, params, results
+    from pi_protocol.compaction import (
+        CompactionPreview,
+        CompactResult,
+        Gate,
+        GateAddition,
+        NavigateResult,
+        RequestPlan,
+    )
+    from pi_protocol.session import ContextResult, SessionWarning, TreeDump
+
+_LATER = {
+    "methods": "pi_protocol.methods",
+    "params": "pi_protocol.params",
+    "results": "pi_protocol.results",
+    **{name: "pi_protocol.compaction" for name in (
+        "CompactionPreview", "CompactResult", "Gate", "GateAddition", "NavigateResult", "RequestPlan")},
+    **{name: "pi_protocol.session" for name in ("ContextResult", "SessionWarning", "TreeDump")},
+}
+"""The names loaded on first use, and their module."""
+
+
+def __getattr__(name: str) -> Any:
+    """A name of :data:`_LATER`, imported on first use (a submodule is itself the value)."""
+    module = _LATER.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pi_protocol' has no attribute {name!r}")
+    loaded = importlib.import_module(module)
+    value = loaded if module.rsplit(".", 1)[1] == name else getattr(loaded, name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CURRENT_SESSION_VERSION",

@@ -124,11 +124,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"pi-sessiond serve: --log-file {exc.filename or args.log_file}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     from pi_sessiond.app import make_server
-    from pi_sessiond.wire import auth, stdio
 
     tcp, ws, unix = getattr(args, "tcp", None), getattr(args, "ws", None), getattr(args, "unix", None)
     if tcp is None and ws is None and unix is None:
+        from pi_sessiond.wire import stdio
+
         return stdio.run_stdio(make_server)
+    from pi_sessiond.wire import auth
+
     problem = _refusal(tcp or ws, getattr(args, "allow_remote", False)) if unix is None else None
     if problem is not None:
         print(f"pi-sessiond serve: {problem}", file=sys.stderr)
