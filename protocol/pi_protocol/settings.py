@@ -222,3 +222,12 @@ class Settings:
 
 
 DEFAULT_SETTINGS = Settings()
+
+
+@attrs.define(kw_only=True)
+class SettingsIssue:
+    """A settings value that was not applied: ``file`` (a path) and the dotted ``key`` in it."""
+
+    file: str
+    key: str
+    message: str

@@ -573,12 +573,6 @@ export interface EstimateTokensResult {
   estimator: string;
 }
 
-export interface SettingsIssue {
-  file: string;
-  key: string;
-  message: string;
-}
-
 export interface SettingsResult {
   settings?: Record<string, unknown>;
   sources?: Record<string, string> | null;
@@ -825,6 +819,12 @@ export interface Settings {
   tokenizer: "pi" | "cl100k" | "calibrated";
   daemon?: DaemonSettings;
   security?: SecuritySettings;
+}
+
+export interface SettingsIssue {
+  file: string;
+  key: string;
+  message: string;
 }
 
 export type ContentBlock = TextContent | ThinkingContent | ToolCall | ImageContent;
