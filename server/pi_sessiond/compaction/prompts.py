@@ -172,8 +172,9 @@ NO_PRIOR_HISTORY = "No prior history."
 ADDITIONAL_FOCUS = "\n\nAdditional focus: "
 
 
-def _conversation(serialized: str) -> str:
-    return f"<conversation>\n{serialized}\n</conversation>\n\n"
+def _conversation(serialized: str, *after: str) -> str:
+    """``serialized`` in its tags, then ``after``: one string built once (the text may be most of a file)."""
+    return "".join(("<conversation>\n", serialized, "\n</conversation>\n\n", *after))
 
 
 def build_summary_prompt(
@@ -185,16 +186,14 @@ def build_summary_prompt(
     instructions = UPDATE_SUMMARIZATION_PROMPT if previous_summary else SUMMARIZATION_PROMPT
     if custom_instructions:
         instructions += ADDITIONAL_FOCUS + custom_instructions
-    text = _conversation(serialized)
-    if previous_summary:
-        text += f"<previous-summary>\n{previous_summary}\n</previous-summary>\n\n"
-    return text + instructions
+    previous = f"<previous-summary>\n{previous_summary}\n</previous-summary>\n\n" if previous_summary else ""
+    return _conversation(serialized, previous, instructions)
 
 
 def build_turn_prefix_prompt(serialized: str, custom_instructions: str | None = None) -> str:
     """The request text that summarizes the kept turn's cut-off beginning."""
-    text = f"# Conversation\n{serialized}\n\n# Instructions\n{TURN_PREFIX_SUMMARIZATION_PROMPT}"
-    return text + ADDITIONAL_FOCUS + custom_instructions if custom_instructions else text
+    focus = (ADDITIONAL_FOCUS, custom_instructions) if custom_instructions else ()
+    return "".join(("# Conversation\n", serialized, "\n\n# Instructions\n", TURN_PREFIX_SUMMARIZATION_PROMPT, *focus))
 
 
 def build_branch_prompt(
@@ -209,7 +208,7 @@ def build_branch_prompt(
         instructions = BRANCH_SUMMARY_PROMPT + ADDITIONAL_FOCUS + custom_instructions
     else:
         instructions = BRANCH_SUMMARY_PROMPT
-    return _conversation(serialized) + instructions
+    return _conversation(serialized, instructions)
 
 
 def merge_split_turn(history_summary: str, turn_prefix_summary: str) -> str:
