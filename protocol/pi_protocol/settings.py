@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 import attrs
 
+from pi_protocol.base import JsonDict, extra_field
+
 MINIMUM = "minimum"
 EXCLUSIVE_MINIMUM = "exclusiveMinimum"
 
@@ -231,3 +233,17 @@ class SettingsIssue:
     file: str
     key: str
     message: str
+
+
+@attrs.define(kw_only=True)
+class InitializationOptions:
+    """``initializationOptions`` of ``initialize``.
+
+    ``secret``: the daemon's secret, required on TCP and WebSocket (the transport
+    checks it and removes it before anything else sees it).
+    """
+
+    settings: dict[str, Any] | None = None
+    sessions_dir: str | None = None
+    secret: str | None = None
+    extra: JsonDict = extra_field()

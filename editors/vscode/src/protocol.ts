@@ -468,13 +468,6 @@ export interface UpdateSettingsParams {
   [key: string]: unknown;
 }
 
-export interface InitializationOptions {
-  settings?: Record<string, unknown> | null;
-  sessionsDir?: string | null;
-  secret?: string | null;
-  [key: string]: unknown;
-}
-
 export interface SessionInfo {
   sessionId: string;
   path?: string | null;
@@ -825,6 +818,13 @@ export interface SettingsIssue {
   file: string;
   key: string;
   message: string;
+}
+
+export interface InitializationOptions {
+  settings?: Record<string, unknown> | null;
+  sessionsDir?: string | null;
+  secret?: string | null;
+  [key: string]: unknown;
 }
 
 export type ContentBlock = TextContent | ThinkingContent | ToolCall | ImageContent;

@@ -41,7 +41,6 @@ from pi_protocol.params import (
     GetEntriesParams,
     GetSettingsParams,
     GetTreeParams,
-    InitializationOptions,
     ListSessionsParams,
     MaskParams,
     NavigateTreeParams,
@@ -69,6 +68,7 @@ from pi_protocol.results import (
     TreeResult,
     UndoResult,
 )
+from pi_protocol.settings import InitializationOptions
 from pi_sessiond.errors import InvalidParams
 from pi_sessiond.service import appending, masking, reads, undo, views
 from pi_sessiond.service.compacting import request
