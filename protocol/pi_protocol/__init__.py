@@ -2,47 +2,16 @@
 
 attrs classes with snake_case fields; :data:`converter` maps them to the
 camelCase JSON used on the wire and in Pi's session files. Imports attrs and
-cattrs only. The converter and the classes it needs (contents, messages,
-entries) load with the package; the other modules and their names load when
-first used, so reading the method table or structuring one params class does
-not build every wire class.
+cattrs only. The converter loads with the package; the wire modules and their
+names load when first used, so reading the method table or answering
+``initialize`` does not build every wire class.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
 from pi_protocol import errors
-from pi_protocol.content import ContentBlock, ImageContent, TextContent, ThinkingContent, ToolCall
 from pi_protocol.converter import StructureError, converter, structure, unstructure
-from pi_protocol.entries import (
-    CURRENT_SESSION_VERSION,
-    ENTRY_TYPES,
-    BranchSummaryEntry,
-    CompactionEntry,
-    CustomEntry,
-    CustomMessageEntry,
-    FileDetails,
-    LabelEntry,
-    MessageEntry,
-    ModelChangeEntry,
-    SessionEntry,
-    SessionHeader,
-    SessionInfoEntry,
-    ThinkingLevelChangeEntry,
-)
-from pi_protocol.messages import (
-    MESSAGE_ROLES,
-    AssistantMessage,
-    BashExecutionMessage,
-    BranchSummaryMessage,
-    CompactionSummaryMessage,
-    Cost,
-    CustomMessage,
-    Message,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-)
 
 if TYPE_CHECKING:
     from pi_protocol import methods, params, results
@@ -54,15 +23,56 @@ if TYPE_CHECKING:
         NavigateResult,
         RequestPlan,
     )
+    from pi_protocol.content import ContentBlock, ImageContent, TextContent, ThinkingContent, ToolCall
+    from pi_protocol.entries import (
+        CURRENT_SESSION_VERSION,
+        ENTRY_TYPES,
+        BranchSummaryEntry,
+        CompactionEntry,
+        CustomEntry,
+        CustomMessageEntry,
+        FileDetails,
+        LabelEntry,
+        MessageEntry,
+        ModelChangeEntry,
+        SessionEntry,
+        SessionHeader,
+        SessionInfoEntry,
+        ThinkingLevelChangeEntry,
+    )
+    from pi_protocol.messages import (
+        MESSAGE_ROLES,
+        AssistantMessage,
+        BashExecutionMessage,
+        BranchSummaryMessage,
+        CompactionSummaryMessage,
+        Cost,
+        CustomMessage,
+        Message,
+        ToolResultMessage,
+        Usage,
+        UserMessage,
+    )
     from pi_protocol.session import ContextResult, SessionWarning, TreeDump
 
+_NAMES = {
+    "pi_protocol.content": ("ContentBlock", "ImageContent", "TextContent", "ThinkingContent", "ToolCall"),
+    "pi_protocol.entries": (
+        "CURRENT_SESSION_VERSION", "ENTRY_TYPES", "BranchSummaryEntry", "CompactionEntry", "CustomEntry",
+        "CustomMessageEntry", "FileDetails", "LabelEntry", "MessageEntry", "ModelChangeEntry", "SessionEntry",
+        "SessionHeader", "SessionInfoEntry", "ThinkingLevelChangeEntry"),
+    "pi_protocol.messages": (
+        "MESSAGE_ROLES", "AssistantMessage", "BashExecutionMessage", "BranchSummaryMessage",
+        "CompactionSummaryMessage", "Cost", "CustomMessage", "Message", "ToolResultMessage", "Usage", "UserMessage"),
+    "pi_protocol.compaction": (
+        "CompactionPreview", "CompactResult", "Gate", "GateAddition", "NavigateResult", "RequestPlan"),
+    "pi_protocol.session": ("ContextResult", "SessionWarning", "TreeDump"),
+}
 _LATER = {
     "methods": "pi_protocol.methods",
     "params": "pi_protocol.params",
     "results": "pi_protocol.results",
-    **{name: "pi_protocol.compaction" for name in (
-        "CompactionPreview", "CompactResult", "Gate", "GateAddition", "NavigateResult", "RequestPlan")},
-    **{name: "pi_protocol.session" for name in ("ContextResult", "SessionWarning", "TreeDump")},
+    **{name: module for module, names in _NAMES.items() for name in names},
 }
 """The names loaded on first use, and their module."""
 

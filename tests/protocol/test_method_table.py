@@ -79,8 +79,9 @@ def test_a_new_server_builds_only_the_wire_classes_initialize_needs() -> None:
     import subprocess
     import sys
 
-    later = ("pi_protocol.params", "pi_protocol.results", "pi_protocol.live", "pi_protocol.compaction",
-             "pi_protocol.session", "pi_sessiond.summarizers.workers", "pi_sessiond.wire.auth")
+    later = ("pi_protocol.content", "pi_protocol.messages", "pi_protocol.entries", "pi_protocol.params",
+             "pi_protocol.results", "pi_protocol.live", "pi_protocol.compaction", "pi_protocol.session",
+             "pi_sessiond.summarizers.workers", "pi_sessiond.wire.auth")
     code = (f"import sys; from pi_sessiond.app import make_server; from pi_sessiond.wire import stdio; "
             f"import pi_sessiond.cli.serve; make_server(); print(sorted(m for m in {later!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
