@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import json
 import os
 import shutil
@@ -224,6 +225,10 @@ def _start_once(argv: list[str]) -> float:
 
 
 def part_start(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    # Both servers start from bytecode: an installed pygls has its .pyc files, an editable
+    # checkout run with PYTHONDONTWRITEBYTECODE would compile ours on every start.
+    for root in ("protocol", "server"):
+        compileall.compile_dir(REPO / root, quiet=1)
     ours_argv = [sys.executable, "-m", "pi_sessiond", "serve"]
     stock_argv = [sys.executable, str(STOCK)]
     ours, stock = [], []

@@ -26,17 +26,18 @@ import attrs
 import cattrs
 
 from pi_protocol.base import Raw, camel
-from pi_protocol.content import CONTENT_TYPES
-from pi_protocol.entries import ENTRY_TYPES
-from pi_protocol.messages import MESSAGE_ROLES
 
 T = TypeVar("T")
 
-_DISCRIMINATED: list[tuple[str, dict[str, type[Any]]]] = [
-    ("type", CONTENT_TYPES),
-    ("role", MESSAGE_ROLES),
-    ("type", ENTRY_TYPES),
-]
+@functools.cache
+def _discriminated() -> tuple[tuple[str, dict[str, type[Any]]], ...]:
+    """The tagged unions: (tag key, tag -> class). Imported by the first union of classes structured
+    (a class of one of them exists only once its module is imported, so none is missed before)."""
+    from pi_protocol.content import CONTENT_TYPES
+    from pi_protocol.entries import ENTRY_TYPES
+    from pi_protocol.messages import MESSAGE_ROLES
+
+    return (("type", CONTENT_TYPES), ("role", MESSAGE_ROLES), ("type", ENTRY_TYPES))
 
 
 class StructureError(ValueError):
@@ -241,7 +242,7 @@ def _structure_union(value: Any, hint: Any) -> Any:
             raise StructureError([], _expected(hint), value) from None
     classes = list(classes_t)
     if classes and isinstance(value, dict):
-        for key, table in _DISCRIMINATED:
+        for key, table in _discriminated():
             if classes[0] in table.values():
                 tag = value.get(key)
                 cls = table.get(tag) if isinstance(tag, str) else None

@@ -223,17 +223,3 @@ class UpdateSettingsParams:
     settings: dict[str, Any]
     session_id: str | None = None
     extra: JsonDict = extra_field()
-
-
-@attrs.define(kw_only=True)
-class InitializationOptions:
-    """``initializationOptions`` of ``initialize``.
-
-    ``secret``: the daemon's secret, required on TCP and WebSocket (the transport
-    checks it and removes it before anything else sees it).
-    """
-
-    settings: dict[str, Any] | None = None
-    sessions_dir: str | None = None
-    secret: str | None = None
-    extra: JsonDict = extra_field()

@@ -16,6 +16,7 @@ from pi_protocol.base import JsonDict, extra_field, keep_null
 from pi_protocol.compaction import CompactionPreview, CompactResult
 from pi_protocol.entries import RawEntry, RawHeader
 from pi_protocol.session import SessionWarning
+from pi_protocol.settings import SettingsIssue
 
 Reason = Literal["manual", "threshold", "overflow"]
 
@@ -176,15 +177,6 @@ class UndoResult:
 class EstimateTokensResult:
     tokens: int
     estimator: str
-
-
-@attrs.define(kw_only=True)
-class SettingsIssue:
-    """A settings value that was not applied: ``file`` (a path) and the dotted ``key`` in it."""
-
-    file: str
-    key: str
-    message: str
 
 
 @attrs.define(kw_only=True)

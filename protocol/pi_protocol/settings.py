@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 import attrs
 
+from pi_protocol.base import JsonDict, extra_field
+
 MINIMUM = "minimum"
 EXCLUSIVE_MINIMUM = "exclusiveMinimum"
 
@@ -230,3 +232,26 @@ class Settings:
 
 
 DEFAULT_SETTINGS = Settings()
+
+
+@attrs.define(kw_only=True)
+class SettingsIssue:
+    """A settings value that was not applied: ``file`` (a path) and the dotted ``key`` in it."""
+
+    file: str
+    key: str
+    message: str
+
+
+@attrs.define(kw_only=True)
+class InitializationOptions:
+    """``initializationOptions`` of ``initialize``.
+
+    ``secret``: the daemon's secret, required on TCP and WebSocket (the transport
+    checks it and removes it before anything else sees it).
+    """
+
+    settings: dict[str, Any] | None = None
+    sessions_dir: str | None = None
+    secret: str | None = None
+    extra: JsonDict = extra_field()

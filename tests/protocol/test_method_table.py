@@ -72,3 +72,32 @@ def test_a_new_server_has_not_imported_the_services_yet() -> None:
             f"print(sorted(m for m in {services!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_new_server_builds_only_the_wire_classes_initialize_needs() -> None:
+    """Reading the method table builds no params or result class; the first request of a row does."""
+    import subprocess
+    import sys
+
+    later = ("pi_protocol.content", "pi_protocol.messages", "pi_protocol.entries", "pi_protocol.params",
+             "pi_protocol.results", "pi_protocol.live", "pi_protocol.compaction", "pi_protocol.session",
+             "pi_sessiond.summarizers.workers", "pi_sessiond.wire.auth")
+    code = (f"import sys; from pi_sessiond.app import make_server; from pi_sessiond.wire import stdio; "
+            f"import pi_sessiond.cli.serve; make_server(); print(sorted(m for m in {later!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_every_row_names_wire_classes() -> None:
+    """Each name a row of the table gives resolves to an attrs class of the wire modules."""
+    import attrs
+
+    from pi_protocol.methods import HOOKS, METHODS, NOTIFICATIONS, result_classes
+
+    for spec in METHODS:
+        assert attrs.has(spec.params), spec.name
+        assert all(attrs.has(cls) for cls in result_classes(spec.result)), spec.name
+    for note in NOTIFICATIONS:
+        assert attrs.has(note.payload), note.name
+    for hook in HOOKS:
+        assert attrs.has(hook.params) and attrs.has(hook.answer), hook.name

@@ -475,13 +475,6 @@ export interface UpdateSettingsParams {
   [key: string]: unknown;
 }
 
-export interface InitializationOptions {
-  settings?: Record<string, unknown> | null;
-  sessionsDir?: string | null;
-  secret?: string | null;
-  [key: string]: unknown;
-}
-
 export interface SessionInfo {
   sessionId: string;
   path?: string | null;
@@ -585,12 +578,6 @@ export interface UndoResult {
 export interface EstimateTokensResult {
   tokens: number;
   estimator: string;
-}
-
-export interface SettingsIssue {
-  file: string;
-  key: string;
-  message: string;
 }
 
 export interface SettingsResult {
@@ -840,6 +827,19 @@ export interface Settings {
   tokenizer: "pi" | "cl100k" | "calibrated";
   daemon?: DaemonSettings;
   security?: SecuritySettings;
+}
+
+export interface SettingsIssue {
+  file: string;
+  key: string;
+  message: string;
+}
+
+export interface InitializationOptions {
+  settings?: Record<string, unknown> | null;
+  sessionsDir?: string | null;
+  secret?: string | null;
+  [key: string]: unknown;
 }
 
 export type ContentBlock = TextContent | ThinkingContent | ToolCall | ImageContent;

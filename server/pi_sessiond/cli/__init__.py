@@ -25,6 +25,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pi-sessiond {pi_sessiond.__version__}")
         return 0
     if "_ARGCOMPLETE" not in os.environ and _serves(args):
+        import gc
+
+        gc.disable()  # until the server's imports are frozen (serve.run): they are never garbage
         from pi_sessiond.cli import serve
 
         return serve.main(args)

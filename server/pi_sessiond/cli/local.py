@@ -21,8 +21,9 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from pi_protocol.params import InitializationOptions, OpenSessionParams
+from pi_protocol.params import OpenSessionParams
 from pi_protocol.results import SessionInfo
+from pi_protocol.settings import InitializationOptions
 from pi_sessiond.cli.common import CliError
 from pi_sessiond.cli.progress import StderrProgress
 from pi_sessiond.errors import InvalidParams

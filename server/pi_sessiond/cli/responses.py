@@ -7,7 +7,7 @@ the summary that is written. A split turn or a chunked summary has several.
 
 from __future__ import annotations
 
-from pi_sessiond.summarizers.base import ProgressCallback, Summarizer, SummaryRequest, SummaryResult
+from pi_sessiond.summarizers.base import ProgressCallback, Summarizer, SummaryRequest, SummaryResult, reads_prompt
 from pi_sessiond.summarizers.config import SummarizerSettings
 from pi_sessiond.summarizers.factory import make_summarizer
 
@@ -34,6 +34,10 @@ class _Recording:
     @property
     def context_window(self) -> int:
         return self._inner.context_window
+
+    @property
+    def reads_prompt(self) -> bool:
+        return reads_prompt(self._inner)
 
     async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None) -> SummaryResult:
         result = await self._inner.summarize(request, progress=progress)

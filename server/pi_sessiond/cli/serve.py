@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import gc
 import importlib.util
 import logging
 import sys
@@ -124,15 +125,21 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"pi-sessiond serve: --log-file {exc.filename or args.log_file}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    gc.disable()  # the imports make only long-lived objects (modules, classes): no collection walks them
     from pi_sessiond.app import make_server
-    from pi_sessiond.wire import auth, stdio
 
     tcp, ws, unix = getattr(args, "tcp", None), getattr(args, "ws", None), getattr(args, "unix", None)
     if tcp is None and ws is None and unix is None:
+        from pi_sessiond.wire import stdio
+
+        _freeze_imports()
         try:
             return stdio.run_stdio(make_server)
         finally:
             _stop_workers()
+    _freeze_imports()
+    from pi_sessiond.wire import auth
+
     problem = _refusal(tcp or ws, getattr(args, "allow_remote", False)) if unix is None else None
     if problem is not None:
         print(f"pi-sessiond serve: {problem}", file=sys.stderr)
@@ -151,6 +158,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         _stop_workers()
     return 0
+
+
+def _freeze_imports() -> None:
+    """Collections from now on leave what the imports made alone (it lives as long as the process)."""
+    gc.freeze()
+    gc.enable()
 
 
 def _stop_workers() -> None:

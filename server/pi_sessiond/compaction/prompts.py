@@ -26,6 +26,9 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeAlias
+
 SUMMARIZATION_SYSTEM_PROMPT = (
     "You are a context summarization assistant. You are given the transcript of a "
     "session between a user and an AI assistant, and you write the structured "
@@ -172,12 +175,24 @@ NO_PRIOR_HISTORY = "No prior history."
 ADDITIONAL_FOCUS = "\n\nAdditional focus: "
 
 
-def _conversation(serialized: str) -> str:
-    return f"<conversation>\n{serialized}\n</conversation>\n\n"
+Conversation: TypeAlias = str | Sequence[str]
+"""A serialized conversation: the text, or its pieces, which stand for the pieces joined with blank lines."""
+
+
+def _pieces(serialized: Conversation) -> tuple[str, ...]:
+    """``serialized`` as pieces whose concatenation is its text (a big text is never copied whole)."""
+    if isinstance(serialized, str):
+        return (serialized,)
+    return tuple(piece for i, part in enumerate(serialized) for piece in (("\n\n", part) if i else (part,)))
+
+
+def _conversation(serialized: Conversation, *after: str) -> str:
+    """``serialized`` in its tags, then ``after``: one string built once (the text may be most of a file)."""
+    return "".join(("<conversation>\n", *_pieces(serialized), "\n</conversation>\n\n", *after))
 
 
 def build_summary_prompt(
-    serialized: str,
+    serialized: Conversation,
     previous_summary: str | None = None,
     custom_instructions: str | None = None,
 ) -> str:
@@ -185,20 +200,19 @@ def build_summary_prompt(
     instructions = UPDATE_SUMMARIZATION_PROMPT if previous_summary else SUMMARIZATION_PROMPT
     if custom_instructions:
         instructions += ADDITIONAL_FOCUS + custom_instructions
-    text = _conversation(serialized)
-    if previous_summary:
-        text += f"<previous-summary>\n{previous_summary}\n</previous-summary>\n\n"
-    return text + instructions
+    previous = f"<previous-summary>\n{previous_summary}\n</previous-summary>\n\n" if previous_summary else ""
+    return _conversation(serialized, previous, instructions)
 
 
-def build_turn_prefix_prompt(serialized: str, custom_instructions: str | None = None) -> str:
+def build_turn_prefix_prompt(serialized: Conversation, custom_instructions: str | None = None) -> str:
     """The request text that summarizes the kept turn's cut-off beginning."""
-    text = f"# Conversation\n{serialized}\n\n# Instructions\n{TURN_PREFIX_SUMMARIZATION_PROMPT}"
-    return text + ADDITIONAL_FOCUS + custom_instructions if custom_instructions else text
+    focus = (ADDITIONAL_FOCUS, custom_instructions) if custom_instructions else ()
+    return "".join(("# Conversation\n", *_pieces(serialized), "\n\n# Instructions\n", TURN_PREFIX_SUMMARIZATION_PROMPT,
+                    *focus))
 
 
 def build_branch_prompt(
-    serialized: str,
+    serialized: Conversation,
     custom_instructions: str | None = None,
     replace_instructions: bool = False,
 ) -> str:
@@ -209,7 +223,7 @@ def build_branch_prompt(
         instructions = BRANCH_SUMMARY_PROMPT + ADDITIONAL_FOCUS + custom_instructions
     else:
         instructions = BRANCH_SUMMARY_PROMPT
-    return _conversation(serialized) + instructions
+    return _conversation(serialized, instructions)
 
 
 def merge_split_turn(history_summary: str, turn_prefix_summary: str) -> str:

@@ -123,7 +123,12 @@ def serialize_message(message: JsonDict) -> list[str]:
 
 def serialize_conversation(messages: Sequence[JsonDict]) -> str:
     """Pi 1.6.0's ``serializeConversation`` (with the deliberate fix above)."""
+    return "\n\n".join(conversation_parts(messages))
+
+
+def conversation_parts(messages: Sequence[JsonDict]) -> list[str]:
+    """The pieces :func:`serialize_conversation` joins with blank lines."""
     parts: list[str] = []
     for message in messages:
         parts.extend(serialize_message(message))
-    return "\n\n".join(parts)
+    return parts

@@ -48,11 +48,17 @@ from pi_sessiond.compaction.prepare import CompactionPreparation
 from pi_sessiond.compaction.prompts import (
     NO_PRIOR_HISTORY,
     SUMMARIZATION_SYSTEM_PROMPT,
+    Conversation,
     build_branch_prompt,
     build_summary_prompt,
     build_turn_prefix_prompt,
 )
-from pi_sessiond.compaction.serialize import TOOL_RESULT_MAX_CHARS, serialize_conversation
+from pi_sessiond.compaction.serialize import (
+    TOOL_RESULT_MAX_CHARS,
+    conversation_parts,
+    serialize_conversation,
+    serialize_message,
+)
 from pi_sessiond.compaction.text import utf16_len, utf16_prefix
 from pi_sessiond.summarizers.base import Purpose, SummaryRequest
 
@@ -83,7 +89,18 @@ def serialize_messages(messages: Sequence[JsonDict]) -> str:
 
 def serialize_for_request(messages: Sequence[JsonDict]) -> str:
     """What a summarizer is sent: :func:`serialize_messages` with long tool results cut head and tail."""
-    return serialize_messages([for_request(m) for m in messages])
+    return "\n\n".join(parts_for_request(messages))
+
+
+def serialized_length(messages: Sequence[JsonDict]) -> int:
+    """``len(serialize_for_request(messages))``, one message at a time (the text is never built)."""
+    lengths = [len(part) for m in convert_to_llm([for_request(m) for m in messages]) for part in serialize_message(m)]
+    return sum(lengths) + 2 * max(0, len(lengths) - 1)
+
+
+def parts_for_request(messages: Sequence[JsonDict]) -> list[str]:
+    """:func:`serialize_for_request` as the pieces it joins with blank lines."""
+    return conversation_parts(convert_to_llm([for_request(m) for m in messages]))
 
 
 def head_and_tail(text: str, budget: int = TOOL_RESULT_MAX_CHARS) -> str:
@@ -156,18 +173,25 @@ class SummaryJob:
     # abandoned request (the target user message, whose text goes back to the editor).
     facts_from: tuple[JsonDict, ...] = ()
 
-    def request(self, messages: Sequence[JsonDict] | None = None) -> SummaryRequest:
-        """The request for ``messages`` (default: all of the job's; fewer after shrinking)."""
+    def request(self, messages: Sequence[JsonDict] | None = None, *, with_prompt: bool = True) -> SummaryRequest:
+        """The request for ``messages`` (default: all of the job's; fewer after shrinking). Without
+        ``with_prompt`` its prompt is empty and only the prompt's length is computed (it sets ``max_tokens``)."""
         chosen = self.messages if messages is None else tuple(messages)
-        return self.request_for(serialize_for_request(chosen), chosen)
+        if not with_prompt:
+            return self._request(prompt="", prompt_chars=len(self._prompt("")) + serialized_length(chosen),
+                                 messages=chosen)
+        return self.request_for(parts_for_request(chosen), chosen)
 
-    def request_for(self, serialized: str, messages: Sequence[JsonDict]) -> SummaryRequest:
-        """The request for ``messages`` already serialized as ``serialized``."""
+    def request_for(self, serialized: Conversation, messages: Sequence[JsonDict]) -> SummaryRequest:
+        """The request for ``messages`` already serialized as ``serialized`` (the text or its pieces)."""
         prompt = self._prompt(serialized)
+        return self._request(prompt=prompt, prompt_chars=len(prompt), messages=messages)
+
+    def _request(self, *, prompt: str, prompt_chars: int, messages: Sequence[JsonDict]) -> SummaryRequest:
         return SummaryRequest(
             system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
             prompt=prompt,
-            max_tokens=output_limit(self.limit, input_tokens(SUMMARIZATION_SYSTEM_PROMPT, prompt)),
+            max_tokens=output_limit(self.limit, math.ceil((len(SUMMARIZATION_SYSTEM_PROMPT) + prompt_chars) / 4)),
             purpose=self.purpose,
             reasoning=self.reasoning,
             messages=tuple(messages),
@@ -176,7 +200,7 @@ class SummaryJob:
             replace_instructions=self.replace,
         )
 
-    def _prompt(self, serialized: str) -> str:
+    def _prompt(self, serialized: Conversation) -> str:
         if self.purpose == "history":
             return build_summary_prompt(serialized, self.previous_summary, self.instructions)
         if self.purpose == "turnPrefix":

@@ -41,6 +41,7 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Sequence
 
@@ -55,7 +56,7 @@ from pi_sessiond.errors import SummaryIncomplete
 from pi_sessiond.pipeline.cachereuse import ReplaySource
 from pi_sessiond.pipeline.requests import CompactionJobs, OutputLimit, SummaryJob
 from pi_sessiond.summarizers import workers
-from pi_sessiond.summarizers.base import Summarizer, SummaryRequest, SummaryResult
+from pi_sessiond.summarizers.base import Summarizer, SummaryRequest, SummaryResult, reads_prompt
 from pi_sessiond.summarizers.carry import carry_forward
 from pi_sessiond.summarizers.errors import ContextLengthError, SummarizerError
 from pi_sessiond.summarizers.facts import Facts, extract_facts
@@ -235,13 +236,18 @@ async def _in_chunks(
     running, usage = job.previous_summary, Usage()
     for chunk in chunks[:-1]:
         fold = attrs.evolve(job, purpose="history", messages=chunk, previous_summary=running)
-        result = await _answer(summarizer, fold, await workers.in_thread(fold.request), progress, options)
+        result = await _answer(summarizer, fold, await _request(summarizer, fold), progress, options)
         running, usage = repair(result.text, Facts(), "history", fold.headings).text, add_usage(usage, result.usage)
     last = _last_chunk(job, chunks[-1], running, folded=len(chunks) > 1)
-    result = await _answer(summarizer, last, await workers.in_thread(last.request), progress, options)
+    result = await _answer(summarizer, last, await _request(summarizer, last), progress, options)
     repaired = repair(result.text, facts, job.purpose, job.headings)
     usage = add_usage(usage, result.usage)
     return SummaryText(text=repaired.text, usage=usage, gate=repaired.added, chunks=len(chunks))
+
+
+async def _request(summarizer: Summarizer, job: SummaryJob) -> SummaryRequest:
+    """``job``'s request, made in a worker thread; its prompt only when ``summarizer`` reads it."""
+    return await workers.in_thread(functools.partial(job.request, with_prompt=reads_prompt(summarizer)))
 
 
 def _last_chunk(job: SummaryJob, chunk: tuple[JsonDict, ...], running: str | None, *, folded: bool) -> SummaryJob:

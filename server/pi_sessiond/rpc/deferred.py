@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
-from pi_protocol.params import InitializationOptions
+from pi_protocol.settings import InitializationOptions
 from pi_sessiond.errors import PiError
 
 logger = logging.getLogger(__name__)

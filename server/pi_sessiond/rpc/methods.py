@@ -39,7 +39,6 @@ from pi_sessiond.rpc.offload import (
     gate_key,
     prefer_the_loop,
 )
-from pi_sessiond.summarizers import workers
 
 if TYPE_CHECKING:
     from pi_sessiond.rpc.glue import LspProgressFactory
@@ -68,11 +67,13 @@ def register_table(server: PiServer, daemon: Callable[[], Any], handlers: Callab
     """
     gates = SessionGates()
     prefer_the_loop()
-    workers.use_processes()  # the offline summary in processes of its own: the loop keeps the GIL
     table: list[Mapping[str, Service]] = []
 
     def bound(name: str) -> Service:
         if not table:
+            from pi_sessiond.summarizers import workers
+
+            workers.use_processes()  # the offline summary in processes of its own: the loop keeps the GIL
             table.append(handlers())
         return table[0][name]
 
@@ -88,7 +89,12 @@ def register_table(server: PiServer, daemon: Callable[[], Any], handlers: Callab
             fn = after_load(fn, pending)
         if spec.name == GET_CONTEXT:
             fn = _after_compaction(fn, daemon)
-        register_method(server, spec.name, spec.params, fn, progress=spec.progress)
+        _register(server, spec.name, _params_of(spec), fn, progress=spec.progress)
+
+
+def _params_of(spec: MethodSpec) -> Callable[[], type[Any]]:
+    """The row's params class, built when its first request is structured."""
+    return lambda: spec.params
 
 
 def _after_compaction(fn: Service, daemon: Callable[[], Any]) -> Service:
@@ -129,9 +135,16 @@ def register_method(
     server: PiServer, name: str, params_cls: type[Any] | None, fn: Service, *, progress: bool = False
 ) -> None:
     """Register ``fn`` (sync, or returning an awaitable) as the handler of ``name`` (see the module docstring)."""
+    _register(server, name, lambda: params_cls, fn, progress=progress)
+
+
+def _register(
+    server: PiServer, name: str, params_of: Callable[[], type[Any] | None], fn: Service, *, progress: bool
+) -> None:
+    """:func:`register_method` with the params class looked up by the first request (its row names it)."""
 
     def handler(params: Any) -> Any:
-        typed = structure_params(params, params_cls)
+        typed = structure_params(params, params_of())
         factory = server.progress_factory() if progress else None
         try:
             result = fn(typed, factory) if factory is not None else fn(typed)

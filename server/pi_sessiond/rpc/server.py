@@ -7,7 +7,7 @@ the service seams of :mod:`pi_sessiond.rpc.glue`, the connection's
 builds one and registers the method table on it.
 
 Lifecycle (LSP): ``initialize`` structures ``initializationOptions`` into
-:class:`pi_protocol.params.InitializationOptions` (``-32602`` naming the field)
+:class:`pi_protocol.settings.InitializationOptions` (``-32602`` naming the field)
 and passes them to ``daemon.configure``; ``capabilities.experimental.pi.hooks``
 says which hooks the client answers; the reply has ``serverInfo`` and
 ``capabilities.experimental.pi`` (methods, hooks, limits). ``initialized`` and
@@ -33,7 +33,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from pi_protocol import StructureError, methods, structure, unstructure
-from pi_protocol.params import InitializationOptions
+from pi_protocol.settings import InitializationOptions
 from pi_sessiond.rpc.converter import raw_converter
 from pi_sessiond.rpc.deferred import DaemonSlot
 from pi_sessiond.rpc.errors import invalid_params, to_rpc_error

@@ -38,7 +38,6 @@ from pi_protocol.params import (
     GetEntriesParams,
     GetSettingsParams,
     GetTreeParams,
-    InitializationOptions,
     ListSessionsParams,
     MaskParams,
     NavigateTreeParams,
@@ -66,6 +65,7 @@ from pi_protocol.results import (
     TreeResult,
     UndoResult,
 )
+from pi_protocol.settings import InitializationOptions
 from pi_sessiond.errors import InvalidParams, NothingToCompact
 from pi_sessiond.service import appending, masking, overflowing, reads, undo, views
 from pi_sessiond.service.compacting import request

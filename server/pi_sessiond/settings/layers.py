@@ -34,8 +34,7 @@ import attrs
 
 from pi_protocol import structure, unstructure
 from pi_protocol.base import JsonDict
-from pi_protocol.results import SettingsIssue
-from pi_protocol.settings import DEFAULT_SETTINGS, Settings
+from pi_protocol.settings import DEFAULT_SETTINGS, Settings, SettingsIssue
 from pi_sessiond.settings.check import check_layer
 from pi_sessiond.settings.window import contradictions, scale_to_window
 

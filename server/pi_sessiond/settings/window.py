@@ -18,8 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pi_protocol.base import JsonDict
-from pi_protocol.results import SettingsIssue
-from pi_protocol.settings import Settings
+from pi_protocol.settings import Settings, SettingsIssue
 
 _ADVICE = "lower one of them"
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import time
-import uuid
 from collections.abc import Container
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -63,6 +61,9 @@ def session_file_name(timestamp: str, session_id: str) -> str:
 
 def new_session_id() -> str:
     """A UUID v7 string (time-ordered), as Pi 0.73.1 makes session ids."""
+    import secrets  # here, with uuid: reading the settings (a server's start) needs neither
+    import uuid
+
     ms = time.time_ns() // 1_000_000
     value = (ms & ((1 << 48) - 1)) << 80
     value |= 0x7 << 76
@@ -74,6 +75,8 @@ def new_session_id() -> str:
 
 def new_entry_id(taken: Container[str]) -> str:
     """8 hex chars, unique among ``taken`` (100 tries, then a full UUID)."""
+    import uuid
+
     for _ in range(100):
         candidate = uuid.uuid4().hex[:8]
         if candidate not in taken:

@@ -33,8 +33,9 @@ ProgressCallback = Callable[[int], None]
 class SummaryRequest:
     """One summarization call.
 
-    ``system_prompt`` and ``prompt`` are the exact texts a model receives.
-    The structured fields (``messages`` — Pi's AgentMessages being summarized
+    ``system_prompt`` and ``prompt`` are the exact texts a model receives
+    (``prompt`` is empty for a summarizer that does not read it, :func:`reads_prompt`;
+    ``max_tokens`` is the same either way). The structured fields (``messages`` — Pi's AgentMessages being summarized
     —, ``previous_summary``, ``custom_instructions``, ``purpose``) are what the
     offline summarizer works from; network providers ignore them.
     """
@@ -89,3 +90,9 @@ class Summarizer(Protocol):
     async def aclose(self) -> None:
         """Release connections."""
         ...
+
+
+def reads_prompt(summarizer: object) -> bool:
+    """Whether ``summarizer`` reads a request's prompt; one with ``reads_prompt`` false (the offline
+    summarizer works from the structured fields) gets requests whose prompt was never built."""
+    return bool(getattr(summarizer, "reads_prompt", True))

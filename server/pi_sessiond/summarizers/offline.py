@@ -85,6 +85,11 @@ class OfflineSummarizer:
         """No input limit of its own; large enough that callers never trim for it."""
         return 1_000_000
 
+    @property
+    def reads_prompt(self) -> bool:
+        """Never: the summary is built from the request's messages (:func:`~.base.reads_prompt`)."""
+        return False
+
     async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None) -> SummaryResult:
         """The structured summary of ``request.messages`` for ``request.purpose``, built in a worker process
         (:mod:`.workers`); ``progress`` hears 1, then the size in tokens of each section once it is built."""

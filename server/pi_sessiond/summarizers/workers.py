@@ -4,8 +4,8 @@ Invariants:
 - :func:`in_thread`: a thread pool of its own (:data:`THREADS` threads) for the
   preparation, file lists, facts and requests of compactions; reads use
   asyncio's default pool and do not queue behind them.
-- :func:`in_process`: once :func:`use_processes` was called (the daemon does,
-  when its server is made), at most that many worker processes (``spawn``,
+- :func:`in_process`: once :func:`use_processes` was called (the daemon's server
+  does, at its first request), at most that many worker processes (``spawn``,
   started on first use) for pure Python work that would hold the GIL for long
   (the offline summary); before, in a worker thread (one-shot commands and
   library callers, whose ``__main__`` a spawned process would re-run).

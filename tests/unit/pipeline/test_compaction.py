@@ -155,10 +155,14 @@ async def test_cancellation_mid_summary_writes_nothing(fixture_copy: Path) -> No
 
 
 class _Recording(OfflineSummarizer):
-    """The offline summarizer, keeping every request it was sent."""
+    """The offline summarizer, keeping every request it was sent, prompts included (as a provider reads them)."""
 
     def __init__(self) -> None:
         self.requests: list[SummaryRequest] = []
+
+    @property
+    def reads_prompt(self) -> bool:
+        return True
 
     async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None) -> SummaryResult:
         self.requests.append(request)

@@ -242,10 +242,14 @@ async def test_nothing_to_summarize_without_messages(path: Path) -> None:
 
 
 class Recording(OfflineSummarizer):
-    """The offline summarizer, keeping every request it was given."""
+    """The offline summarizer, keeping every request it was given, prompts included (as a provider reads them)."""
 
     def __init__(self) -> None:
         self.requests: list[SummaryRequest] = []
+
+    @property
+    def reads_prompt(self) -> bool:
+        return True
 
     async def summarize(self, request: SummaryRequest, *, progress: ProgressCallback | None = None) -> SummaryResult:
         self.requests.append(request)

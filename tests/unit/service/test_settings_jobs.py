@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pi_protocol import unstructure
-from pi_protocol.params import GetSettingsParams, InitializationOptions, UpdateSettingsParams
-from pi_protocol.settings import Settings
+from pi_protocol.params import GetSettingsParams, UpdateSettingsParams
+from pi_protocol.settings import InitializationOptions, Settings
 from pi_sessiond.errors import Busy, InvalidParams
 from pi_sessiond.service.jobs import JobManager
 from pi_sessiond.service.models import builtin_window, context_window
