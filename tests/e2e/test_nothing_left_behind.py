@@ -82,3 +82,17 @@ def test_a_daemon_removes_the_lock_at_close_and_at_exit(tmp_path: Path) -> None:
         d.proc.stdin.flush()
         assert d.proc.wait(timeout=20) == 0
     assert listing(second.parent) == ["example.jsonl"]
+
+
+def test_the_examples_trial_copies_are_removed(tmp_path: Path) -> None:
+    """``compact --example`` and ``navigate --example`` write a temporary copy, gone when the command ends."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "pi_sessiond", "compact", "--example"], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "compacted a temporary copy of the example" in done.stdout
+    first = json.loads(example_path().read_text().splitlines()[1])["id"]
+    done = subprocess.run([sys.executable, "-m", "pi_sessiond", "navigate", "--example", first, "--label", "x"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert listing(tmp_path) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import shutil
 import sys
 import tempfile
@@ -44,14 +45,16 @@ def add_quiet_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def session_path(args: argparse.Namespace, *, writes: bool = False) -> Path:
-    """The file to work on; a temporary copy of the example when the command writes."""
+    """The file to work on; a temporary copy of the example when the command writes (removed at exit)."""
     if args.example and args.file:
         raise CliError("give FILE or --example, not both", 2)
     if args.example:
         source = example_path()
         if not writes:
             return source
-        tmp = Path(tempfile.mkdtemp(prefix="pi-sessiond-example-")) / source.name
+        folder = tempfile.mkdtemp(prefix="pi-sessiond-example-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)  # a trial copy: gone when the command ends
+        tmp = Path(folder) / source.name
         shutil.copyfile(source, tmp)
         return tmp
     if not args.file:

@@ -121,5 +121,6 @@ async def _compact(args: argparse.Namespace) -> int:
     for n, answer in enumerate(recorder.answers if args.show_response else [], start=1):
         print(f"\n=== the summarizer's answer {n} of {len(recorder.answers)} " + "=" * 36)
         print(answer)
-    print(f"\ncompacted {path}: context {result.tokens_before} -> {result.tokens_after} tokens")
+    where = "a temporary copy of the example" if args.example else str(path)
+    print(f"\ncompacted {where}: context {result.tokens_before} -> {result.tokens_after} tokens")
     return 0
