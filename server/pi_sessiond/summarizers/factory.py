@@ -8,12 +8,9 @@ from typing import get_args
 
 from pi_protocol.settings import Provider
 
-from .anthropic import AnthropicSummarizer
-from .auth import resolve_api_key
 from .base import Summarizer
 from .config import SummarizerSettings
 from .errors import SummarizerConfigError
-from .openai import OpenAISummarizer
 
 PROVIDERS: tuple[str, ...] = get_args(Provider)
 
@@ -35,9 +32,21 @@ def make_summarizer(settings: SummarizerSettings, environ: Mapping[str, str] | N
         )
     if not settings.model:
         raise SummarizerConfigError(f"summarizer.model is required for provider {provider}")
+    return _network(settings, environ)
+
+
+def _network(settings: SummarizerSettings, environ: Mapping[str, str] | None) -> Summarizer:
+    # httpx and the providers load with the first network summarizer: a one-shot
+    # offline command never pays their ~12 MB and ~20 ms.
+    from .auth import resolve_api_key
+
     api_key = resolve_api_key(settings, environ)
-    if provider == "openai":
+    if settings.provider == "openai":
+        from .openai import OpenAISummarizer
+
         return OpenAISummarizer(settings, api_key)
+    from .anthropic import AnthropicSummarizer
+
     return AnthropicSummarizer(settings, api_key)
 
 
