@@ -31,7 +31,7 @@ import attrs
 from pi_sessiond.compaction.fileops import FileLists, format_file_operations
 from pi_sessiond.compaction.prepare import CompactionPreparation
 from pi_sessiond.compaction.text import js_sorted
-from pi_sessiond.summarizers.facts import extract_facts
+from pi_sessiond.summarizers.facts import file_facts
 
 MAX_PATHS = 200
 MAX_BYTES = 16 * 1024
@@ -51,16 +51,16 @@ class RangeFiles:
 def range_files(prep: CompactionPreparation) -> RangeFiles:
     """The lists for ``prep`` (module invariants)."""
     messages = (*prep.messages_to_summarize, *prep.turn_prefix_messages)
-    facts = extract_facts(messages)
+    _, modified_in_range, by_bash = file_facts(messages)
     pi = prep.file_lists
     branch_read, branch_modified = summary_blocks(messages)
-    extra = [*facts.bash_modified, *branch_modified]
+    extra = [*by_bash, *branch_modified]
     bash = tuple(dict.fromkeys(p for p in extra if p not in pi.modified_files))
     modified = tuple(js_sorted({*pi.modified_files, *bash}))
     read = tuple(p for p in pi.read_files if p not in bash)
     if branch_read:
         read = tuple(js_sorted({*read, *branch_read} - set(modified)))
-    block = capped_block(read, modified, frozenset([*facts.modified_files, *branch_modified]))
+    block = capped_block(read, modified, frozenset([*modified_in_range, *branch_modified]))
     return RangeFiles(read_files=read, modified_files=modified, bash_modified=bash, block=block)
 
 
@@ -78,7 +78,7 @@ def summary_blocks(messages: Iterable[Any]) -> tuple[list[str], list[str]]:
 
 def branch_files(lists: FileLists, messages: Sequence[Any]) -> FileLists:
     """A branch summary's lists: Pi's ``lists`` plus the files ``messages`` changed through bash."""
-    bash = [p for p in extract_facts(messages).bash_modified if p not in lists.modified_files]
+    bash = [p for p in file_facts(messages)[2] if p not in lists.modified_files]
     if not bash:
         return lists
     modified = tuple(js_sorted({*lists.modified_files, *bash}))

@@ -173,10 +173,10 @@ def _user_requests(messages: Sequence[JsonDict]) -> list[str]:
     return [t for t in texts if t]
 
 
-def extract_facts(messages: Sequence[JsonDict]) -> Facts:
-    """The hard facts of ``messages`` (see the module invariants)."""
+def file_facts(messages: Sequence[JsonDict]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The files ``messages`` read, modified and modified through bash alone: :class:`Facts`' three lists,
+    without the text scans the other facts need."""
     files = _Files()
-    last_error = ""
     for msg in messages:
         if not isinstance(msg, dict):
             continue
@@ -184,9 +184,17 @@ def extract_facts(messages: Sequence[JsonDict]) -> Facts:
             files.call(name, args)
         if msg.get("role") == "bashExecution" and isinstance(msg.get("command"), str):
             files.bash(msg["command"])
-        last_error = _error_of(msg) or last_error
+    return files.freeze()
+
+
+def extract_facts(messages: Sequence[JsonDict]) -> Facts:
+    """The hard facts of ``messages`` (see the module invariants)."""
+    read, modified, by_bash = file_facts(messages)
+    last_error = ""
+    for msg in messages:
+        if isinstance(msg, dict):
+            last_error = _error_of(msg) or last_error
     users = _user_requests(messages)
-    read, modified, by_bash = files.freeze()
     return Facts(
         read_files=read,
         modified_files=modified,

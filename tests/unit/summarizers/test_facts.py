@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from pi_sessiond.examples.generator import iter_lines
 from pi_sessiond.summarizers.bashfiles import changed_paths
 from pi_sessiond.summarizers.cues import constraint_sentences, decisive_lines, prose_of
-from pi_sessiond.summarizers.facts import extract_facts, identifiers_in, latest_request
+from pi_sessiond.summarizers.facts import extract_facts, file_facts, identifiers_in, latest_request
 
 Json = dict[str, Any]
 
@@ -197,3 +198,11 @@ def test_identifiers_paths_versions_urls_symbols() -> None:
 def test_extraction_is_deterministic() -> None:
     messages = [user("Keep `x` as is. Never rename y."), calls(("1", "bash", {"command": "rm a b c"}))]
     assert extract_facts(messages) == extract_facts(messages)
+
+
+def test_the_file_facts_alone_are_the_full_extraction_s_three_lists() -> None:
+    messages = [line["message"] for line in iter_lines(seed=4, entries=400) if line.get("type") == "message"]
+    messages.append({"role": "bashExecution", "command": "echo done > build/status.txt", "output": ""})
+    facts = extract_facts(messages)
+    assert facts.modified_files and facts.bash_modified and facts.read_files
+    assert file_facts(messages) == (facts.read_files, facts.modified_files, facts.bash_modified)
