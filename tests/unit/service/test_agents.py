@@ -46,6 +46,17 @@ def agent_daemon(tmp_path: Path, **kwargs: Any) -> tuple[Any, Any, str]:
     return daemon, events, sid
 
 
+async def compacting(daemon: Any, sid: str) -> int:
+    """A user message, then tool steps until an automatic compaction runs; the number of steps."""
+    await daemon.append(AppendParams(session_id=sid, entries=[user("go")]))
+    step = 0
+    while daemon.jobs.get(sid) is None:
+        step += 1
+        await daemon.append(AppendParams(session_id=sid, entries=[
+            bare_assistant("s", f"c{step}"), tool_result(f"c{step}", 8000)]))
+    return step
+
+
 async def settle(daemon: Any, sid: str) -> None:
     job = daemon.jobs.get(sid)
     if job is not None:
@@ -121,12 +132,7 @@ async def test_pi_rule_is_kept_for_messages_with_usage(tmp_path: Path) -> None:
 async def test_get_context_waits_for_a_running_compaction(tmp_path: Path) -> None:
     gate = Gate()
     daemon, _events, sid = agent_daemon(tmp_path, summarizer=gate)
-    await daemon.append(AppendParams(session_id=sid, entries=[user("go")]))
-    step = 0
-    while daemon.jobs.get(sid) is None:
-        await daemon.append(AppendParams(session_id=sid, entries=[
-            bare_assistant("s", f"c{step}"), tool_result(f"c{step}", 8000)]))
-        step += 1
+    await compacting(daemon, sid)
     waiting = asyncio.create_task(daemon.compaction_settled(GetContextParams(session_id=sid, wait_for_compaction=True)))
     await gate.started.wait()
     assert not waiting.done()
@@ -139,12 +145,7 @@ async def test_get_context_waits_for_a_running_compaction(tmp_path: Path) -> Non
 async def test_report_overflow_waits_then_answers_already_fits(tmp_path: Path) -> None:
     gate = Gate()
     daemon, events, sid = agent_daemon(tmp_path, summarizer=gate)
-    await daemon.append(AppendParams(session_id=sid, entries=[user("go")]))
-    step = 0
-    while daemon.jobs.get(sid) is None:
-        await daemon.append(AppendParams(session_id=sid, entries=[
-            bare_assistant("s", f"c{step}"), tool_result(f"c{step}", 8000)]))
-        step += 1
+    await compacting(daemon, sid)
     report = asyncio.create_task(daemon.report_overflow(ReportOverflowParams(session_id=sid), Progress()))
     await gate.started.wait()
     await asyncio.sleep(0)
@@ -167,12 +168,7 @@ async def test_report_overflow_waits_then_answers_already_fits(tmp_path: Path) -
 async def test_cancelling_a_waiting_report_leaves_the_compaction_running(tmp_path: Path) -> None:
     gate = Gate()
     daemon, events, sid = agent_daemon(tmp_path, summarizer=gate)
-    await daemon.append(AppendParams(session_id=sid, entries=[user("go")]))
-    step = 0
-    while daemon.jobs.get(sid) is None:
-        await daemon.append(AppendParams(session_id=sid, entries=[
-            bare_assistant("s", f"c{step}"), tool_result(f"c{step}", 8000)]))
-        step += 1
+    await compacting(daemon, sid)
     report = asyncio.create_task(daemon.report_overflow(ReportOverflowParams(session_id=sid), Progress()))
     await gate.started.wait()
     report.cancel()
@@ -224,12 +220,7 @@ async def test_an_append_retried_under_its_own_ids_writes_nothing_and_other_cont
 async def test_appends_during_a_compaction_do_not_arm_the_loop_guard(tmp_path: Path) -> None:
     gate = Gate()
     daemon, _, sid = agent_daemon(tmp_path, summarizer=gate)
-    await daemon.append(AppendParams(session_id=sid, entries=[user("go")]))
-    step = 0
-    while daemon.jobs.get(sid) is None:
-        step += 1
-        await daemon.append(AppendParams(session_id=sid, entries=[
-            bare_assistant("s", f"c{step}"), tool_result(f"c{step}", 8000)]))
+    step = await compacting(daemon, sid)
     await gate.started.wait()
     for _ in range(12):  # the context grows past the threshold again while the summary is made
         step += 1
