@@ -16,19 +16,15 @@ Skipped (failed under CI) only when Node 24 or Pi 1.6.0 is missing.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import require
-from tests.e2e.test_pi_extension import PI_CLI, PiRpc, extension, node24, session_of  # noqa: F401 - fixture
-from tests.loopback_provider import LoopbackProvider, RecordedRequest, count_tokens
+from tests.e2e.test_pi_extension import PiRpc, Started, extension, session_of, start_pi  # noqa: F401 - fixtures
+from tests.loopback_provider import RecordedRequest, count_tokens
 
 from pi_sessiond.compaction.prompts import SUMMARIZATION_SYSTEM_PROMPT
 
@@ -37,50 +33,15 @@ PRICE_INPUT, PRICE_CACHED = 1.0, 0.1  # the billed-input weights of a prefix-cac
 
 
 @pytest.fixture
-def pi_with(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], Any]]:  # noqa: F811
+def pi_with(start_pi: Callable[..., Started]) -> Callable[[str], Started]:  # noqa: F811 - the fixture
     """``pi_with(cache_reuse)``: Pi with the extension and its model on the loopback; the daemons summarize
     with that model too."""
-    node = node24()
-    require(node is not None, "Node 24 is missing: run scripts/install-tools.sh node24")
-    require(PI_CLI.is_file(), f"Pi 1.6.0 is missing at {PI_CLI}: npm ci --prefix tests/parity")
-    runtime = Path(tempfile.mkdtemp(prefix="pisd-"))
-    started: list[PiRpc] = []
-    with LoopbackProvider() as loopback:
 
-        def start(cache_reuse: str) -> tuple[PiRpc, LoopbackProvider]:
-            agent, work = tmp_path / "agent", tmp_path / "work"
-            agent.mkdir()
-            work.mkdir()
-            model = {"id": "loopm", "contextWindow": 12000, "maxTokens": 1000,
-                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}
-            provider = {"baseUrl": loopback.base_url + "/v1", "api": "openai-completions", "apiKey": "k",
-                        "models": [model]}
-            (agent / "models.json").write_text(json.dumps({"providers": {"loop": provider}}))
-            summarizer = {"provider": "openai", "baseUrl": loopback.base_url + "/v1", "model": "loopm",
-                          "apiKeyEnv": "LOOPBACK_KEY", "contextWindow": 32000, "cacheReuse": cache_reuse}
-            settings = {"compaction": {"enabled": True, "reserveTokens": 2000, "keepRecentTokens": 2000},
-                        "summarizer": summarizer}
-            (agent / "settings.json").write_text(json.dumps(settings))
-            monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
-            monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-            monkeypatch.setenv("LOOPBACK_KEY", "k")
-            env = {**os.environ, "PI_OFFLINE": "1",
-                   "PI_SESSIOND_COMMAND": json.dumps([sys.executable, "-m", "pi_sessiond"])}
-            argv = [str(node), str(PI_CLI), "--mode", "rpc", "--provider", "loop", "--model", "loopm", "--no-tools",
-                    "-e", str(extension)]
-            stderr = open(tmp_path / "pi.stderr", "w")  # noqa: SIM115 - closed with the process below
-            rpc = PiRpc(argv, work, env, stderr)
-            started.append(rpc)
-            return rpc, loopback
+    def start(cache_reuse: str) -> Started:
+        return start_pi(model_summarizer={"contextWindow": 32000, "cacheReuse": cache_reuse}, window=12000,
+                        max_tokens=1000, reserve=2000, keep=2000)
 
-        try:
-            yield start
-        finally:
-            for rpc in started:
-                if rpc.process.poll() is None:
-                    rpc.process.kill()
-                rpc.process.wait(timeout=60)
-            shutil.rmtree(runtime, ignore_errors=True)
+    return start
 
 
 def threshold_compaction(rpc: PiRpc) -> dict[str, Any]:
@@ -125,7 +86,7 @@ def serialized_tokens(path: Path, first_kept: str) -> int:
     return count_tokens(history["systemPrompt"]) + count_tokens(history["prompt"])
 
 
-def test_pis_threshold_compaction_replays_its_cached_request(pi_with: Callable[[str], Any]) -> None:
+def test_pis_threshold_compaction_replays_its_cached_request(pi_with: Callable[[str], Started]) -> None:
     rpc, loopback = pi_with("auto")
     end = threshold_compaction(rpc)
     assert end.get("result") and not end.get("errorMessage"), end
@@ -158,7 +119,7 @@ def test_pis_threshold_compaction_replays_its_cached_request(pi_with: Callable[[
     assert stats["tokens"]["cacheRead"] >= written[-1]["usage"]["cacheRead"] > 0, stats
 
 
-def test_with_cache_reuse_off_pi_gets_todays_request(pi_with: Callable[[str], Any]) -> None:
+def test_with_cache_reuse_off_pi_gets_todays_request(pi_with: Callable[[str], Started]) -> None:
     rpc, loopback = pi_with("off")
     end = threshold_compaction(rpc)
     assert end.get("result") and not end.get("errorMessage"), end

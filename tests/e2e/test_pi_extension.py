@@ -160,7 +160,9 @@ def start_pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     ``summarizer`` the daemons' ``summarizer`` settings (default: the offline one); ``installed`` loads
     the extension from ``<agent dir>/extensions/`` (its ``package.json`` manifest) instead of ``-e``;
     ``tools`` Pi's ``--tools`` (default ``--no-tools``); ``masking`` the daemons' ``compaction.masking``;
-    ``prepare_at`` their ``compaction.prepareAt``, and then their summarizer is the loopback model too.
+    ``prepare_at`` their ``compaction.prepareAt``, and then their summarizer is the loopback model too;
+    ``model_summarizer`` makes it the loopback model with these extra ``summarizer`` keys; ``window``,
+    ``max_tokens``, ``reserve`` and ``keep`` size Pi's model and both sides' compaction.
     """
     node = node24()
     require(node is not None, "Node 24 is missing: run scripts/install-tools.sh node24")
@@ -172,25 +174,29 @@ def start_pi(extension: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
         def start(command: list[str] | None = None, summarizer: dict[str, Any] | None = None,
                   installed: bool = False, tools: str | None = None,
-                  masking: dict[str, Any] | None = None, prepare_at: float | None = None) -> Started:
+                  masking: dict[str, Any] | None = None, prepare_at: float | None = None,
+                  model_summarizer: dict[str, Any] | None = None, window: int = 3000, max_tokens: int = 500,
+                  reserve: int = 1000, keep: int = 150) -> Started:
             agent, work = tmp_path / "agent", tmp_path / "work"
             agent.mkdir()
             work.mkdir()
-            model = {"id": "loopm", "contextWindow": 3000, "maxTokens": 500,
+            model = {"id": "loopm", "contextWindow": window, "maxTokens": max_tokens,
                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}
             provider = {"baseUrl": loopback.base_url + "/v1", "api": "openai-completions", "apiKey": "k",
                         "models": [model]}
             (agent / "models.json").write_text(json.dumps({"providers": {"loop": provider}}))
-            settings: dict[str, Any] = {"compaction": {"enabled": True, "reserveTokens": 1000,
-                                                       "keepRecentTokens": 150}}
+            settings: dict[str, Any] = {"compaction": {"enabled": True, "reserveTokens": reserve,
+                                                       "keepRecentTokens": keep}}
             if summarizer is not None:
                 settings["summarizer"] = summarizer
             if masking is not None:
                 settings["compaction"]["masking"] = masking
             if prepare_at is not None:  # the daemons draft in the background, with the loopback model
                 settings["compaction"]["prepareAt"] = prepare_at
+                model_summarizer = model_summarizer or {}
+            if model_summarizer is not None:
                 settings["summarizer"] = {"provider": "openai", "baseUrl": loopback.base_url + "/v1",
-                                          "model": "loopm", "apiKeyEnv": "LOOPBACK_KEY"}
+                                          "model": "loopm", "apiKeyEnv": "LOOPBACK_KEY", **model_summarizer}
             (agent / "settings.json").write_text(json.dumps(settings))
             monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))  # the test's daemons read the same settings
             monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
