@@ -65,7 +65,6 @@ async def append(scope: Scope, params: AppendParams, notify: Notify, growth: Gro
     if again is not None:
         return _result(scope, again)
     _track_turn(scope.opened, written)
-    autocompacting.track_turn(scope.opened, written)
     context = session.context()
     tokens = leaf_context_tokens(session, context.messages, settings.tokenizer)
     window = context_window(settings, context.model)
@@ -135,12 +134,14 @@ def _held_back(opened: OpenSession, tokens: int) -> bool:
 
 
 def _track_turn(opened: OpenSession, written: Sequence[Entry]) -> None:
-    """Reset the loop guard on a user message and Pi's overflow flag on a user or non-error assistant."""
+    """A user message starts a turn (the loop guard, the turn's count of automatic compactions and Pi's overflow
+    flag reset); a non-error assistant message resets Pi's overflow flag."""
     for entry in written:
         role = entry.role
         if role == "user":
             opened.turn_compacted = False
             opened.overflow_attempted = False
+            opened.auto_count, opened.auto_stalled = 0, None
         elif role == "assistant" and (entry.message or {}).get("stopReason") != "error":
             opened.overflow_attempted = False
 

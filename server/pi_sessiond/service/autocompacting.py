@@ -27,7 +27,6 @@ from collections.abc import Sequence
 
 from pi_protocol.settings import CompactionSettings
 from pi_sessiond.compaction.tokens import should_compact
-from pi_sessiond.service.sessions.registry import OpenSession
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session
 
@@ -50,13 +49,6 @@ def count_reached(written: Sequence[Entry], tokens: int, window: int, compaction
     if last is not None and last.role == "assistant" and (last.message or {}).get("stopReason") == "aborted":
         return False
     return should_compact(tokens, window, compaction)
-
-
-def track_turn(opened: OpenSession, written: Sequence[Entry]) -> None:
-    """A user message among ``written`` starts a turn: reset the count and the guard."""
-    if any(entry.role == "user" for entry in written):
-        opened.auto_count = 0
-        opened.auto_stalled = None
 
 
 def _pi_written(session: Session) -> bool:
