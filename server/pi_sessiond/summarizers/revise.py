@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 SUPERSEDED = " (superseded by a later item)"
 _MARK = "[gate]"
@@ -49,6 +50,12 @@ _WORD = re.compile(r"[^\W\d_]{4,}|\w*\d\w*|[^\W\d_a-zA-Z\u00c0-\u024f]{2,}")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 
 
+CACHED_ITEMS = 4096
+"""How many items' identities and words are kept: a merge compares every item with every later one,
+and long items would be read again each time."""
+
+
+@lru_cache(maxsize=CACHED_ITEMS)
 def key(item: str) -> str:
     """The identity of an item: lower case, marks, labels, backticks, emphasis and white space aside."""
     text = _LABEL.sub("", item.replace(_MARK, " ").strip()).removesuffix(SUPERSEDED.strip())
@@ -60,23 +67,35 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
 _HIRAGANA = re.compile(r"^[\u3040-\u309f]+$")
 
 
-def _words(item: str) -> set[str]:
+@lru_cache(maxsize=CACHED_ITEMS)
+def _words(item: str) -> frozenset[str]:
     """Significant words; in a script written without spaces, its character pairs (not kana-only ones)."""
     text = key(item)
     words = {w for w in _WORD.findall(_CJK.sub(" ", text)) if w not in _STOP and not w.isdigit()}
     pairs = {run[n : n + 2] for run in _CJK.findall(text) for n in range(len(run) - 1)}
-    return words | {p for p in pairs if not _HIRAGANA.match(p)}
+    return frozenset(words | {p for p in pairs if not _HIRAGANA.match(p)})
+
+
+@lru_cache(maxsize=CACHED_ITEMS)
+def _cued(item: str) -> bool:
+    return _CUE.search(item) is not None
+
+
+@lru_cache(maxsize=CACHED_ITEMS)
+def _tokens(item: str) -> tuple[str, ...]:
+    return tuple(key(item).split())
 
 
 def revises(new: str, old: str) -> bool:
     """Whether ``new`` revises ``old`` (module invariants)."""
     if key(new) == key(old):
         return False
-    old_words, new_words = _words(old), _words(new)
-    shared = old_words & new_words
-    if _CUE.search(new) and len(shared) >= 2 and len(shared) >= 0.34 * len(old_words):
-        return True
-    old_tokens, new_tokens = key(old).split(), key(new).split()
+    if _cued(new):
+        old_words = _words(old)
+        shared = len(old_words & _words(new))
+        if shared >= 2 and shared >= 0.34 * len(old_words):
+            return True
+    old_tokens, new_tokens = _tokens(old), _tokens(new)
     if len(old_tokens) != len(new_tokens) or len(old_tokens) < 4:
         return False
     changed = [n for n, (a, b) in enumerate(zip(old_tokens, new_tokens, strict=True)) if a != b]

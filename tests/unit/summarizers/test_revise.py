@@ -50,3 +50,15 @@ def test_the_gate_takes_repeats_revised_items_and_stale_marks_out_of_an_answer()
     section = text.split("## Constraints & Preferences\n", 1)[1].split("\n\n", 1)[0]
     assert section == f"- {RULE}"
     assert repair(text, facts, "history", HISTORY_HEADINGS).text == text  # tidy text stays as it is
+
+
+def test_a_merge_reads_each_item_once_however_many_later_items_it_is_compared_with() -> None:
+    from pi_sessiond.summarizers import revise
+
+    items = [f"Actually keep the retry budget of service {n} at {n} attempts, " + "and log each attempt " * 40
+             for n in range(150)]
+    revise._words.cache_clear()
+    revise.key.cache_clear()
+    marked = revised_within(items)
+    assert len(marked) == 150 and marked[-1] == items[-1]
+    assert revise._words.cache_info().misses <= 150 and revise.key.cache_info().misses <= 150
