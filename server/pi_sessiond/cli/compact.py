@@ -109,7 +109,7 @@ async def _compact(args: argparse.Namespace) -> int:
     path = session_path(args, writes=True)
     recorder = Recorder()
     async with running_daemon(settings_from(args), StderrProgress(quiet=args.quiet), recorder) as local:
-        info = local.open(path)
+        info = local.open(path, in_blocks=True)
         params = CompactParams(session_id=info.session_id, custom_instructions=args.instructions, force=args.force)
         result = await local.service.compact(params, local.progress)
         assert isinstance(result, CompactResult)  # no draft was asked for

@@ -69,8 +69,14 @@ class LocalDaemon:
         except InvalidParams as exc:  # a flag's value the settings tree refuses
             raise CliError(str(exc), 2) from None
 
-    def open(self, path: Path) -> SessionInfo:
-        """``pi/openSession`` of ``path``; the loader's warnings go to stderr with their line numbers."""
+    def open(self, path: Path, *, in_blocks: bool = False) -> SessionInfo:
+        """``pi/openSession`` of ``path``; the loader's warnings go to stderr with their line numbers.
+
+        ``in_blocks``: for a command that only appends (a compaction): a v3 file is read a block at
+        a time, each entry holding its line until it is parsed (``store/detached.py``), so a
+        compaction of the whole history never holds the file's bytes and its parsed entries together.
+        """
+        self.service.registry.in_blocks = in_blocks
         info = self.service.open_session(OpenSessionParams(path=str(path)))
         for warning in info.warnings:
             print(f"{path}:{warning.line}: warning: {warning.message}", file=sys.stderr)

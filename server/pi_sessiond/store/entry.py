@@ -14,6 +14,8 @@ line is written back byte-identical.
 
 from __future__ import annotations
 
+import sys
+
 from pi_protocol.base import JsonDict
 from pi_sessiond.jsonio.jsontext import loads
 
@@ -71,8 +73,11 @@ class Entry:
         """
         data = self._data  # read once: :meth:`shed` may drop it meanwhile (another thread)
         if data is None:
+            raw = self.raw
+            if raw is None and self._data is not None:  # parsed by another thread, its line let go
+                return self._data
             try:
-                parsed = loads(self.raw or b"{}")
+                parsed = loads(raw or b"{}")
             except ValueError:
                 parsed = {"type": self.type, "id": self.id, "parentId": self.parent_id, "timestamp": self.timestamp}
                 self._role = None
@@ -118,3 +123,58 @@ class Entry:
 
     def __repr__(self) -> str:
         return f"Entry({self.type}, {self.id}, parent={self.parent_id})"
+
+
+class OwnLineEntry(Entry):
+    """An entry that holds a copy of its line only until the line is parsed (``store/detached.py``).
+
+    For a session that is only appended to: its lines are never copied again, so
+    once parsed an entry lets its line go (:attr:`raw` is then ``None``), and the
+    few values that repeat on every line (:data:`SHARED_FIELDS`, the content
+    blocks' ``type``, and the id, parent and timestamp the line's start gave) are
+    one string each. The values are unchanged.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def owning(cls, entry: Entry) -> OwnLineEntry:
+        """``entry`` itself, letting go of its buffer once its line is parsed (now, if it was)."""
+        entry.__class__ = cls
+        assert isinstance(entry, OwnLineEntry)
+        if entry._data is not None:
+            entry.data  # noqa: B018 - lets the buffer go
+        return entry
+
+    @property
+    def data(self) -> JsonDict:
+        data = self._data
+        if data is None or self._src is not None:
+            data = Entry.data.fget(self)  # type: ignore[attr-defined]
+            self._share(data)
+            self._src = None
+        return data
+
+    def _share(self, data: JsonDict) -> None:
+        if data.get("id") == self.id:
+            self.id = data["id"]
+        if self.parent_id is not None and data.get("parentId") == self.parent_id:
+            self.parent_id = data["parentId"]
+        if data.get("timestamp") == self.timestamp:
+            self.timestamp = data["timestamp"]
+        message = data.get("message")
+        if not isinstance(message, dict):
+            return
+        for key in SHARED_FIELDS:
+            value = message.get(key)
+            if isinstance(value, str) and len(value) <= 64:
+                message[key] = sys.intern(value)
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            kind = block.get("type") if isinstance(block, dict) else None
+            if isinstance(kind, str) and len(kind) <= 64:
+                block["type"] = sys.intern(kind)
+
+
+SHARED_FIELDS = ("role", "api", "provider", "model", "stopReason", "toolName")
+"""A message's fields whose few values repeat on every line."""

@@ -1,10 +1,9 @@
 """One session: its file, its tree and the write rules (the file's own state and writes: ``sessionfile.py``).
 
 Write rules (a file Pi wrote opens here, and a file written here opens in Pi):
-- Loading never writes the session file (a large one's open index goes to the
-  cache, ``store/openindex.py``, saved by the caller off the request path). A
-  migrated (v1/v2) file is rewritten once as v3, atomically, right before the
-  first new entry is appended.
+- Loading never writes the session file (a large one's open index goes to the cache,
+  ``store/openindex.py``, saved by the caller off the request path). A migrated (v1/v2)
+  file is rewritten once as v3, atomically, right before the first new entry is appended.
 - A new session's file is created when its first user or assistant message
   arrives (Pi 1.6.0); then every appended entry is on disk (one write, fsync)
   before we return. A 0-byte file opens as a new, empty session.
@@ -42,6 +41,7 @@ from pi_protocol.base import JsonDict
 from pi_sessiond.jsonio.jsontext import dumps
 from pi_sessiond.store.building import Completer, build_entries, new_header, placeholder_header, render_file
 from pi_sessiond.store.context import UNSET, SessionContext, _Unset, build_session_context, resolve_leaf
+from pi_sessiond.store.detached import read_in_blocks
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.errors import (
     InterleavedWriteError,
@@ -89,13 +89,16 @@ class Session:
     # ----------------------------------------------------------------- create
     @classmethod
     def open(
-        cls, path: Path, *, max_bytes: int = DEFAULT_MAX_SESSION_BYTES, index_dir: Path | None = None
+        cls, path: Path, *, max_bytes: int = DEFAULT_MAX_SESSION_BYTES, index_dir: Path | None = None,
+        in_blocks: bool = False,
     ) -> Session:
         """Load ``path`` (migrating in memory); raises ``OSError`` if unreadable.
 
         ``index_dir``: the open-index cache (``store/openindex.py``): a valid
         index there is used, and a large file scanned in full leaves
         :attr:`pending_index` for the caller to save off the request path.
+        ``in_blocks``: a v3 file is read a block at a time, for a process that only appends
+        (``store/detached.py``).
 
         Raises :class:`NotASessionError` for anything but a regular file (a
         directory, FIFO, device, socket; checked before reading) and for a
@@ -104,7 +107,8 @@ class Session:
         """
         check_session_file(path, max_bytes)
         with gc_paused():
-            result, columns, st = read_session(path, index_dir)
+            blocks = read_in_blocks(path) if in_blocks else None
+            result, columns, st = (blocks[0], None, blocks[1]) if blocks else read_session(path, index_dir)
             check_line_count(path, result.line_count)
             if result.header is None and result.size > 0:
                 raise NotASessionError(path, not_a_session_message(path))

@@ -101,6 +101,9 @@ class Registry:
         self._tail_open_bytes = tail_open_bytes or (lambda: 0)
         self.on_loaded: Callable[[OpenSession, Loading], None] = lambda opened, loading: None
         self.load_delay = LOAD_DELAY  # seconds after pi/openSession before a tail-first session is read in full
+        self.in_blocks = False
+        """Files are read a block at a time (``Session.open``): for a one-shot command that only appends
+        (``cli/local.py``)."""
         self._lock = threading.Lock()  # keys and paths change atomically (opens run in worker threads)
         self._opening: dict[Path, threading.Lock] = {}  # one per file ever opened (a few bytes each)
         self._by_key: dict[str, OpenSession] = {}
@@ -178,7 +181,8 @@ class Registry:
     def _open_full(self, resolved: Path, path: Path) -> Session:
         index_dir = cache_dir() if self._open_index() else None
         try:
-            session = Session.open(resolved, max_bytes=self._max_bytes(), index_dir=index_dir)
+            session = Session.open(resolved, max_bytes=self._max_bytes(), index_dir=index_dir,
+                                   in_blocks=self.in_blocks)
         except OSError as exc:
             raise _unreadable(path, exc) from exc
         if session.pending_index is not None:  # saved in the background, once the first requests are served
