@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
 from pi_sessiond.jsonio.deepjson import MAX_DEPTH, TooDeepError, deep_dumps, deep_loads, js_number
 
-__all__ = ["MAX_DEPTH", "TooDeepError", "dumps", "js_number", "loads"]
+__all__ = ["CHUNK", "MAX_DEPTH", "TooDeepError", "dumps", "dumps_chunked", "js_number", "loads"]
 
 # Output where orjson may have printed a float unlike JavaScript (an exponent or
 # a ".0"). May also match inside strings; then the exact path just runs for nothing.
@@ -69,3 +70,15 @@ def _js_floats(value: Any) -> Any:
     if isinstance(value, list):
         return [_js_floats(v) for v in value]
     return value
+
+
+CHUNK = 256
+"""Items encoded per ``orjson.dumps`` call by :func:`dumps_chunked`: orjson holds the GIL for a whole call."""
+
+
+def dumps_chunked(items: Sequence[Any]) -> bytes:
+    """``orjson.dumps(list(items), option=OPT_NON_STR_KEYS)``, :data:`CHUNK` items per call, so another
+    thread gets the GIL in between; ``TypeError`` for a value orjson cannot write (too deep, not JSON)."""
+    parts = [orjson.dumps(list(items[i:i + CHUNK]), option=orjson.OPT_NON_STR_KEYS)[1:-1]
+             for i in range(0, len(items), CHUNK)]
+    return b"[" + b",".join(p for p in parts if p) + b"]"

@@ -46,6 +46,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 import attrs
+import orjson
 
 from pi_protocol import Cost, RequestPlan, Usage
 from pi_protocol.base import JsonDict
@@ -53,6 +54,7 @@ from pi_protocol.settings import RetrySettings
 from pi_sessiond.compaction.prompts import merge_split_turn
 from pi_sessiond.compaction.tokens import estimate_tokens
 from pi_sessiond.errors import SummaryIncomplete
+from pi_sessiond.jsonio.jsontext import dumps_chunked
 from pi_sessiond.pipeline.cachereuse import ReplaySource
 from pi_sessiond.pipeline.requests import CompactionJobs, OutputLimit, SummaryJob
 from pi_sessiond.summarizers import workers
@@ -150,7 +152,7 @@ async def run_job(
     """One summary: replayed when cheaper, chunked on context-length errors, incomplete answers refused,
     repaired by the gate."""
     options = options or RunOptions()
-    facts = await workers.in_thread(job_facts, job)
+    facts = await workers.elsewhere(job_facts, _facts_payload, facts_from_payload, job)
     plan, spent = None, Usage()
     if options.replay is not None and job.purpose == "history":
         plan = options.replay.plan(await workers.in_thread(job.request))
@@ -205,6 +207,21 @@ def job_facts(job: SummaryJob) -> Facts:
     replaces (its previous summary, branch summaries inside the range: :mod:`~pi_sessiond.summarizers.carry`),
     taken from ``job.facts_from`` when it is set (a branch summary: the whole branch and its abandoned request)."""
     return carry_forward(extract_facts(job.facts_from or job.messages), job.previous_summary, job.messages)
+
+
+def _facts_payload(job: SummaryJob) -> bytes:
+    """What :func:`job_facts` reads of ``job``, as JSON bytes (``TypeError`` for a value orjson cannot write)."""
+    head = orjson.dumps({"previousSummary": job.previous_summary, "factsFrom": bool(job.facts_from)})
+    return b"\n".join([head, dumps_chunked(job.messages), dumps_chunked(job.facts_from)])
+
+
+def facts_from_payload(payload: bytes) -> Facts:
+    """:func:`job_facts` of a job sent by :func:`_facts_payload` (runs in a worker process)."""
+    head, messages, facts_from = payload.split(b"\n", 2)
+    fields = orjson.loads(head)
+    history = tuple(orjson.loads(messages))
+    source = tuple(orjson.loads(facts_from)) if fields["factsFrom"] else history
+    return carry_forward(extract_facts(source), fields["previousSummary"], history)
 
 
 def split_evenly(messages: Sequence[JsonDict], parts: int) -> list[tuple[JsonDict, ...]]:

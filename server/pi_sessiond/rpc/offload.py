@@ -42,6 +42,7 @@ import orjson
 
 from pi_protocol import methods, unstructure
 from pi_sessiond.jsonio.deepjson import deep_dumps
+from pi_sessiond.jsonio.jsontext import CHUNK, dumps_chunked
 
 OFFLOADED: frozenset[str] = frozenset({
     methods.OPEN_SESSION, methods.LIST_SESSIONS, methods.GET_TREE, methods.GET_CONTEXT, methods.GET_ENTRIES,
@@ -147,10 +148,6 @@ class Ready:
         self.value = value
 
 
-CHUNK = 256
-"""Items of a long list encoded per ``orjson.dumps`` call: orjson holds the GIL for a whole call."""
-
-
 def _encoded(result: Any) -> Ready:
     """``result`` as JSON text ready to be embedded in the reply (``orjson.Fragment``), made in the thread."""
     return Ready(orjson.Fragment(encode(unstructure(result))))
@@ -163,9 +160,7 @@ def encode(value: Any) -> bytes:
     written by :func:`~pi_sessiond.jsonio.deepjson.deep_dumps`.
     """
     if isinstance(value, list) and len(value) > CHUNK:
-        parts = (orjson.dumps(value[i:i + CHUNK], option=orjson.OPT_NON_STR_KEYS)[1:-1]
-                 for i in range(0, len(value), CHUNK))
-        return b"[" + b",".join(parts) + b"]"
+        return dumps_chunked(value)
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return b"{" + b",".join(orjson.dumps(k) + b":" + encode(v) for k, v in value.items()) + b"}"
     try:

@@ -41,6 +41,7 @@ import orjson
 
 from pi_protocol import Usage
 from pi_sessiond.compaction.tokens import estimate_tokens
+from pi_sessiond.jsonio.jsontext import dumps_chunked
 from pi_sessiond.summarizers import workers
 from pi_sessiond.summarizers.base import ProgressCallback, SummaryRequest, SummaryResult
 from pi_sessiond.summarizers.carry import carry_forward, earlier_summaries
@@ -107,14 +108,7 @@ class OfflineSummarizer:
 async def _built_elsewhere(request: SummaryRequest) -> str:
     """:func:`build_summary` in a worker process when the daemon has them (the request sent as JSON bytes),
     else, or for messages nested deeper than orjson writes, in a worker thread from the objects."""
-    if workers.uses_processes():
-        try:
-            payload = await workers.in_thread(_payload, request)
-        except TypeError:
-            pass
-        else:
-            return await workers.in_process(build_from_payload, payload)
-    return await workers.in_thread(build_summary, request)
+    return await workers.elsewhere(build_summary, _payload, build_from_payload, request)
 
 
 def _sections_done(text: str, progress: ProgressCallback) -> None:
@@ -124,20 +118,14 @@ def _sections_done(text: str, progress: ProgressCallback) -> None:
         progress(max(2, end // CHARS_PER_TOKEN))
 
 
-CHUNK = 256
-"""Messages encoded per ``orjson.dumps`` call (it holds the GIL for a whole call)."""
-
-
 def _payload(request: SummaryRequest) -> bytes:
-    """What :func:`build_summary` reads of ``request``, as JSON bytes (messages a chunk at a time); the prompts
-    stay behind. ``TypeError`` for a value orjson cannot write."""
-    messages = request.messages
-    parts = [orjson.dumps(list(messages[i:i + CHUNK]))[1:-1] for i in range(0, len(messages), CHUNK)]
+    """What :func:`build_summary` reads of ``request``, as JSON bytes; the prompts stay behind. ``TypeError``
+    for a value orjson cannot write."""
     fields = orjson.dumps({"maxTokens": request.max_tokens, "purpose": request.purpose,
                            "previousSummary": request.previous_summary,
                            "customInstructions": request.custom_instructions,
                            "replaceInstructions": request.replace_instructions})
-    return fields + b"\n[" + b",".join(p for p in parts if p) + b"]"
+    return fields + b"\n" + dumps_chunked(request.messages)
 
 
 def build_from_payload(payload: bytes) -> str:

@@ -134,6 +134,23 @@ async def in_process(fn: Callable[..., T], *args: object) -> T:
         return await in_thread(fn, *args)
 
 
+A = TypeVar("A")
+
+async def elsewhere(direct: Callable[[A], T], encode: Callable[[A], bytes], run: Callable[[bytes], T], arg: A) -> T:
+    """``run(encode(arg))`` in a worker process when the daemon has them (``encode`` in a worker thread:
+    the work crosses as bytes, never as a pickled object tree: ``jsontext.dumps_chunked``), else, or
+    when ``encode`` raises ``TypeError`` (a value orjson cannot write), ``direct(arg)`` in a worker
+    thread. ``run`` must be a module-level function giving what ``direct`` gives."""
+    if uses_processes():
+        try:
+            payload = await in_thread(encode, arg)
+        except TypeError:
+            pass
+        else:
+            return await in_process(run, payload)
+    return await in_thread(direct, arg)
+
+
 def shutdown() -> None:
     """Stop the worker processes and threads (work not started is cancelled)."""
     global _threads, _processes

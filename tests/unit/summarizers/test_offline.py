@@ -395,3 +395,23 @@ def test_a_split_turn_summary_without_history_carries_no_earlier_context() -> No
     assert "earlier" not in sections and NO_PRIOR_HISTORY not in str(sections)
     assert any("Fix the totals." in item for item in sections["critical"])
     assert "earlier" in parse_summary(f"Some free text.{SPLIT_TURN_SEPARATOR}turn")
+
+
+async def test_the_gate_facts_found_in_a_worker_process_are_the_ones_found_here(
+        prepared: CompactionPreparation, fixture_summary: str) -> None:
+    from pi_sessiond.pipeline import summaries
+    from pi_sessiond.pipeline.requests import SummaryJob
+    from pi_sessiond.pipeline.summaries import facts_from_payload, job_facts
+
+    messages = tuple(prepared.messages_to_summarize)
+    history = SummaryJob(purpose="history", messages=messages, previous_summary=fixture_summary)
+    branch = SummaryJob(purpose="branch", messages=messages[-20:], facts_from=messages[-60:])
+    for job in (history, branch):
+        workers.use_processes(1)
+        try:
+            there = await workers.elsewhere(job_facts, summaries._facts_payload, facts_from_payload, job)
+            assert workers._processes is not None  # it did run in a worker process
+        finally:
+            workers.use_processes(0)
+            workers.shutdown()
+        assert there == job_facts(job) and there.constraints  # the history has directions to find
