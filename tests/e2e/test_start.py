@@ -1,4 +1,4 @@
-"""The real daemon's way to its ``initialize`` answer: what it has imported then.
+"""The real daemon's way to its ``initialize`` answer: what it has imported then, and the code it reuses.
 
 Each test runs the daemon as a subprocess on stdio, writes all its frames at once
 (the requests arrive right behind ``initialize``) and reads the answers after
@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.test_transport import DEBUG_ENV, frame, req
+from tests.e2e.test_transport import DEBUG_ENV, frame, req, serve_command
 
 from pi_sessiond.examples import example_path
 
@@ -75,3 +75,14 @@ def test_initialize_is_answered_before_the_services_are_imported_and_a_request_r
     assert answers[3]["result"]["messages"]
     assert answers[4]["error"]["data"]["reason"] == "unknownSession"
 
+
+def test_a_second_start_reuses_the_code_the_first_compiled(tmp_path: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    messages = [INIT, req(2, "debug/stats")]
+    first, _ = run(serve_command(), messages, env)
+    (kept,) = (tmp_path / "cache" / "pi-sessiond" / "generated-code").iterdir()
+    assert kept.stat().st_mode & 0o777 == 0o600
+    second, _ = run(serve_command(), messages, env)
+    assert first[2]["result"]["codeCache"]["reused"] == 0
+    assert second[2]["result"]["codeCache"]["reused"] >= 500  # lsprotocol's types alone make ~550
+    assert second[1]["result"] == first[1]["result"]
