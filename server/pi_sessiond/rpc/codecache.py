@@ -44,7 +44,6 @@ import marshal
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
@@ -174,6 +173,8 @@ def _read(path: Path) -> dict[bytes, CodeType]:
 
 
 def _write(path: Path, used: dict[bytes, CodeType]) -> None:
+    import tempfile  # only here: its import (~2 ms) would count in every start's way to the reply
+
     try:
         if not layout.private_dir(path.parent, create=True):
             logger.debug("generated-code folder %s is not a 0700 folder of ours: not written", path.parent)
