@@ -30,8 +30,10 @@ from pi_sessiond.rpc.converter import raw_converter
 from pi_sessiond.wire.auth import read_secret
 
 # Built at import, before tests/conftest.py's autouse fixture runs: give these daemons an
-# empty agent dir of their own so a developer's ~/.pi/agent never leaks in.
-ENV = {**os.environ, **DEBUG_ENV, "PI_CODING_AGENT_DIR": tempfile.mkdtemp(prefix="pi-sessiond-agent-")}
+# empty agent dir and a cache folder of their own so a developer's ~/.pi/agent never leaks in
+# and their ~/.cache is never written.
+ENV = {**os.environ, **DEBUG_ENV, "PI_CODING_AGENT_DIR": tempfile.mkdtemp(prefix="pi-sessiond-agent-"),
+       "XDG_CACHE_HOME": tempfile.mkdtemp(prefix="pi-sessiond-cache-")}
 TIMEOUT = 60.0
 
 

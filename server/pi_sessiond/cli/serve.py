@@ -126,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"pi-sessiond serve: --log-file {exc.filename or args.log_file}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     gc.disable()  # the imports make only long-lived objects (modules, classes): no collection walks them
+    from pi_sessiond.rpc import codecache
+
+    codecache.install()  # before pygls: lsprotocol's classes reuse the code an earlier start compiled
     from pi_sessiond.app import make_server
 
     tcp, ws, unix = getattr(args, "tcp", None), getattr(args, "ws", None), getattr(args, "unix", None)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pi_protocol.params import GetContextParams
 from pi_sessiond.errors import PiError
+from pi_sessiond.rpc import codecache
 from pi_sessiond.rpc.methods import register_method
 from pi_sessiond.service.interface import ProgressFactory
 from pi_sessiond.store import indexedfile, tailopen
@@ -80,6 +81,7 @@ def register(server: PiServer) -> None:
             "rssKiB": _rss_kib(),
             "openIndex": dict(indexedfile.STATS),  # bytes read by session opens, index hits and saves
             "tailOpen": dict(tailopen.STATS),  # tail-first opens, the bytes they read, whole-file reads after them
+            "codeCache": dict(codecache.STATS),  # generated code reused from an earlier start, and compiled
         }
 
     @_method(server, "debug/notify")

@@ -34,6 +34,7 @@ from pygls.lsp.server import LanguageServer
 
 from pi_protocol import StructureError, methods, structure, unstructure
 from pi_protocol.settings import InitializationOptions
+from pi_sessiond.rpc import codecache
 from pi_sessiond.rpc.converter import raw_converter
 from pi_sessiond.rpc.deferred import DaemonSlot
 from pi_sessiond.rpc.errors import invalid_params, to_rpc_error
@@ -227,6 +228,7 @@ class PiServer(LanguageServer):
                 self.daemon.get()
         except Exception:
             logger.exception("creating the daemon failed")
+        codecache.finish()  # the start is over: keep the code its classes compiled
 
     def _on_did_change_configuration(self, params: types.DidChangeConfigurationParams) -> None:
         settings = params.settings.get("pi") if isinstance(params.settings, dict) else None

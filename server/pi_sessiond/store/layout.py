@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import stat
 import time
 from collections.abc import Container
 from datetime import UTC, datetime, timedelta
@@ -30,6 +32,30 @@ def runtime_dir() -> Path:
     if base:
         return Path(base) / "pi-sessiond"
     return Path("/tmp") / f"pi-sessiond-{os.getuid()}"
+
+
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/pi-sessiond`` (``~/.cache`` when unset or not absolute): what a daemon keeps across runs."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "pi-sessiond"
+
+
+def private_dir(directory: Path, *, create: bool) -> bool:
+    """Whether ``directory`` is a real folder of ours that only we can enter (made 0700 when ``create``).
+
+    A symlink, a folder of another user or one that others may enter is not: nothing is read from or
+    written to it.
+    """
+    if create:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+    try:
+        st = os.lstat(directory)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & 0o077 == 0
 
 
 def cwd_dir_name(cwd: str) -> str:

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import orjson
 
+from pi_sessiond.store import layout
 from pi_sessiond.store.indexedfile import STATS as STATS  # the counters of every open, read here by debug/stats
 from pi_sessiond.store.indexedfile import assemble_from_file, pread
 from pi_sessiond.store.reader import ReadResult, parse_session_bytes
@@ -65,9 +66,7 @@ SAVE_DELAY = 3.0  # seconds between an open and saving its index: the first requ
 
 def cache_dir() -> Path:
     """``$XDG_CACHE_HOME/pi-sessiond/open-index`` (``~/.cache`` when unset or not absolute)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "pi-sessiond" / "open-index"
+    return layout.cache_root() / "open-index"
 
 
 def index_path(directory: Path, real_path: Path) -> Path:
@@ -173,16 +172,8 @@ def _trim_cache(directory: Path, cap: int) -> None:
 
 
 def _own_dir(directory: Path, *, create: bool) -> bool:
-    """Whether ``directory`` is a real folder of ours that only we can enter (made 0700 when ``create``)."""
-    if create:
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            directory.mkdir(mode=0o700)
-    try:
-        st = os.lstat(directory)
-    except OSError:
-        return False
-    ok = stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & 0o077 == 0
+    """Whether ``directory`` is a 0700 folder of ours (``layout.private_dir``); logged when it is not."""
+    ok = layout.private_dir(directory, create=create)
     if not ok:
         log.debug("open index folder %s is not a 0700 folder of ours: not used", directory)
     return ok
