@@ -129,10 +129,10 @@ class OwnLineEntry(Entry):
     """An entry that holds a copy of its line only until the line is parsed (``store/detached.py``).
 
     For a session that is only appended to: its lines are never copied again, so
-    once parsed an entry lets its line go (:attr:`raw` is then ``None``), and the
-    few values that repeat on every line (:data:`SHARED_FIELDS`, the content
-    blocks' ``type``, and the id, parent and timestamp the line's start gave) are
-    one string each. The values are unchanged.
+    once parsed an entry lets its line go (:attr:`raw` is then ``None``); its id,
+    parent and timestamp are the strings the line's start gave (not a second
+    copy), and the values that repeat on every line (:data:`SHARED_FIELDS`, the
+    content blocks' ``type``) are one string each. The values are unchanged.
     """
 
     __slots__ = ()
@@ -156,12 +156,12 @@ class OwnLineEntry(Entry):
         return data
 
     def _share(self, data: JsonDict) -> None:
-        if data.get("id") == self.id:
-            self.id = data["id"]
+        if data.get("id") == self.id:  # the tree's index keeps the line start's strings: those stay
+            data["id"] = self.id
         if self.parent_id is not None and data.get("parentId") == self.parent_id:
-            self.parent_id = data["parentId"]
+            data["parentId"] = self.parent_id
         if data.get("timestamp") == self.timestamp:
-            self.timestamp = data["timestamp"]
+            data["timestamp"] = self.timestamp
         message = data.get("message")
         if not isinstance(message, dict):
             return
