@@ -250,15 +250,29 @@ def part_start(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "first_ratio": first_s / stock_s}
 
 
+_PEAK_CHILD = """
+import atexit, runpy, sys
+out = sys.argv.pop(1)
+def peak():
+    with open("/proc/self/status") as status, open(out, "w") as fh:
+        fh.write(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
+atexit.register(peak)
+runpy.run_module("pi_sessiond", run_name="__main__", alter_sys=True)
+"""
+"""Runs ``python -m pi_sessiond ARGS`` and writes its peak RSS (kB) to a file at exit. ``VmHWM`` is the
+peak of the running program alone: ``ru_maxrss`` of a child also counts the RSS it had as a fork of this
+process before it ran the program, which is the larger number once this process holds a few sessions."""
+
+
 def _compact_peak(path: Path, workdir: Path) -> tuple[float, float]:
     """Peak RSS (MB) and seconds of ``pi-sessiond compact --quiet path`` (offline)."""
     env = {**os.environ, "PI_CODING_AGENT_DIR": str(workdir / "agent"), "XDG_CACHE_HOME": str(workdir / "cache")}
+    peak = workdir / "peak.txt"
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "pi_sessiond", "compact", "--quiet", str(path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=workdir)
-    _, status, usage = os.wait4(proc.pid, 0)
-    assert status == 0, proc.stderr.read() if proc.stderr else status
-    return usage.ru_maxrss / 1024, time.perf_counter() - started
+    proc = subprocess.run([sys.executable, "-c", _PEAK_CHILD, str(peak), "compact", "--quiet", str(path)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=workdir, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return int(peak.read_text()) / 1024, time.perf_counter() - started
 
 
 def part_compact_rss(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
