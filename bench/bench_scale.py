@@ -15,7 +15,9 @@ Parts (``--parts``, all by default):
   ours with the generated code an earlier start kept, and as a first start (an empty cache folder).
 - ``compact-rss``: peak RSS (``ru_maxrss``) of ``pi-sessiond compact FILE`` (offline) per
   file size, against the file's size, whole and above the floor (the same command on a session
-  just big enough to compact: the interpreter, asyncio and our modules, ~33 MB).
+  just big enough to compact: the interpreter, asyncio and our modules, ~33 MB), and beside it
+  Pi 1.6.0's peak opening the same file and serializing what it would summarize (its request
+  not made: ``bench/pi_compact_peak.mjs``, when node and ``tests/parity``'s packages are there).
 
 ``BENCH_STDERR=FILE`` keeps the daemon's log; ``BENCH_SLOW=1`` prints each read above 50 ms and when it
 happened. Sessions come from ``pi_sessiond.examples.generator`` (shape ``linear``) and are cached in
@@ -282,12 +284,27 @@ def part_compact_rss(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                              workdir)
     rows: dict[str, Any] = {"floor_mb": floor}
     for mb in args.rss_mb:
-        copy = Path(shutil.copy(of_mb(mb, 50), workdir / f"rss-{mb:g}.jsonl"))
+        original = of_mb(mb, 50)
+        copy = Path(shutil.copy(original, workdir / f"rss-{mb:g}.jsonl"))
         size = copy.stat().st_size
         peak, seconds = _compact_peak(copy, workdir)
         rows[f"{mb:g}"] = {"file_mb": size / 2**20, "peak_rss_mb": peak, "ratio": peak * 2**20 / size,
-                           "added_ratio": (peak - floor) * 2**20 / size, "seconds": seconds}
+                           "added_ratio": (peak - floor) * 2**20 / size, "seconds": seconds,
+                           "pi_peak_mb": _pi_peak(original)}  # the copy is compacted by now
     return rows
+
+
+PI_PACKAGE = REPO / "tests" / "parity" / "node_modules" / "@earendil-works" / "pi-coding-agent"
+
+
+def _pi_peak(path: Path) -> float | None:
+    """Pi 1.6.0's peak RSS (MB) opening ``path`` and serializing what it would summarize
+    (``bench/pi_compact_peak.mjs``); ``None`` without node or Pi's package."""
+    if shutil.which("node") is None or not (PI_PACKAGE / "package.json").exists():
+        return None
+    out = subprocess.run(["node", str(REPO / "bench" / "pi_compact_peak.mjs"), str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    return float(json.loads(out)["peakKB"]) / 1024
 
 
 def report(args: argparse.Namespace, out: dict[str, Any]) -> None:
@@ -329,10 +346,12 @@ def report(args: argparse.Namespace, out: dict[str, Any]) -> None:
         rows = dict(out["compact-rss"])
         floor = rows.pop("floor_mb")
         print(f"\n| offline compact (floor {floor:.0f} MB) | file MB | peak RSS MB | RSS / file "
-              "| above the floor / file | s |\n|---|---:|---:|---:|---:|---:|")
+              "| above the floor / file | s | Pi 1.6.0 to its request, MB |\n|---|---:|---:|---:|---:|---:|---:|")
         for mb, row in rows.items():
+            pi = row["pi_peak_mb"]
             print(f"| {mb} MB | {row['file_mb']:.1f} | {row['peak_rss_mb']:.0f} | {row['ratio']:.1f}"
-                  f"{'' if row['ratio'] <= 4 else ' (> 4)'} | {row['added_ratio']:.1f} | {row['seconds']:.1f} |")
+                  f"{'' if row['ratio'] <= 4 else ' (> 4)'} | {row['added_ratio']:.1f} | {row['seconds']:.1f} "
+                  f"| {'n/a' if pi is None else f'{pi:.0f}'} |")
 
 
 async def _run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
