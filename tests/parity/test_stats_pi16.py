@@ -36,10 +36,10 @@ pytestmark = pytest.mark.parity
 Json = dict[str, Any]
 
 
-def assert_stats_match(pi16_agent: PiOracle, path: Path) -> Json:
-    """Our stats of ``path`` against Pi's; returns Pi's for further checks."""
+def assert_stats_match(pi16_agent: PiOracle, path: Path, pi_path: Path | None = None) -> Json:
+    """Our stats of ``path`` against Pi's of ``pi_path`` (default: the same file); returns Pi's."""
     ours = session_stats(Session.open(path), Settings())
-    theirs = pi16_agent.call("stats", file=str(path), contextWindow=ours.context_window)
+    theirs = pi16_agent.call("stats", file=str(pi_path or path), contextWindow=ours.context_window)
     counts = {k: theirs[k] for k in ("userMessages", "assistantMessages", "toolCalls", "toolResults", "totalMessages")}
     assert ours.message_counts == counts
     tokens = ours.tokens
@@ -119,3 +119,4 @@ def test_fix_stats_of_an_answer_without_usage(pi16_agent: PiOracle, tmp_path: Pa
     theirs = pi16_agent.call("stats", file=str(fixed), contextWindow=200_000)
     assert ours.message_counts["assistantMessages"] == theirs["assistantMessages"]
     assert ours.tokens.total == theirs["tokens"]["total"] - USAGE["totalTokens"]
+
