@@ -170,13 +170,16 @@ def compare_preparation(pi_result: Json, prep: CompactionPreparation | None, pat
     check_text(requests.turn_prefix_serialized, pi_result["turnPrefixSerialized"], prep.turn_prefix_messages, tally)
 
 
-def run_case(pi16: PiOracle, file: Path, session: Session, leaf: str | None, pi_leaf: str, keep: int, by_id: bool,
-             tally: Tally) -> None:
+def run_case(pi16: PiOracle, file: Path, session: Session, leaf: str | None, pi_leaf: str, keep: int | None,
+             by_id: bool, tally: Tally) -> None:
+    """One preparation on both sides; ``keep=None``: each side's default settings."""
     path = session.path_to(leaf)
     projection = session.projection() if leaf is None else session.projection(leaf)
-    prep = prepare_compaction(path, CompactionSettings(keep_recent_tokens=keep), projection)
-    assert prep == prepare_compaction(path, CompactionSettings(keep_recent_tokens=keep))  # incremental == fresh
-    pi_result = pi16.call("prepare", file=str(file), leafId=pi_leaf, settings=settings_json(keep))
+    settings = CompactionSettings() if keep is None else CompactionSettings(keep_recent_tokens=keep)
+    prep = prepare_compaction(path, settings, projection)
+    assert prep == prepare_compaction(path, settings)  # incremental == fresh
+    pi_settings = {} if keep is None else {"settings": settings_json(keep)}
+    pi_result = pi16.call("prepare", file=str(file), leafId=pi_leaf, **pi_settings)
     compare_preparation(pi_result, prep, path, by_id, tally)
 
 

@@ -40,20 +40,28 @@ def _canon(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def our_context(session: Session, leaf: str) -> Json:
+    """Our answer to the oracle's ``context`` op at ``leaf``, from our projection (the same keys)."""
+    projection = session.projection(leaf)
+    messages = list(projection.messages)
+    return {"messages": messages, "thinkingLevel": projection.thinking_level, "model": projection.model,
+            "entries": [{"id": p.entry.id, "type": p.entry.type, "messages": list(p.messages)}
+                        for p in projection.entries],
+            "systemMessage": current_system_message(messages)}
+
+
 def assert_contexts_match(pi16: PiOracle, path: Path) -> int:
     """Compare every entry's context and projection; return how many leaves were compared."""
     session = Session.open(path)
     leaves = [e.id for e in session.entries]
     theirs = pi16.call("context", file=str(path), leafIds=leaves)
     for leaf, pi in zip(leaves, theirs, strict=True):
-        projection = session.projection(leaf)
-        messages = projection.messages
+        ours = our_context(session, leaf)
         where = f"{path.name} at {leaf}"
-        assert _canon(messages) == _canon(pi["messages"]), where
-        assert (projection.thinking_level, projection.model) == (pi["thinkingLevel"], pi["model"]), where
-        ours = [{"id": p.entry.id, "type": p.entry.type, "messages": list(p.messages)} for p in projection.entries]
-        assert _canon(ours) == _canon(pi["entries"]), where
-        assert _canon(current_system_message(messages)) == _canon(pi["systemMessage"]), where
+        assert _canon(ours["messages"]) == _canon(pi["messages"]), where
+        assert (ours["thinkingLevel"], ours["model"]) == (pi["thinkingLevel"], pi["model"]), where
+        assert _canon(ours["entries"]) == _canon(pi["entries"]), where
+        assert _canon(ours["systemMessage"]) == _canon(pi["systemMessage"]), where
         assert _canon(list(session.context(leaf).messages)) == _canon(pi["messages"]), where
     return len(leaves)
 

@@ -36,10 +36,10 @@ pytestmark = pytest.mark.parity
 Json = dict[str, Any]
 
 
-def assert_stats_match(pi16_agent: PiOracle, path: Path) -> Json:
-    """Our stats of ``path`` against Pi's; returns Pi's for further checks."""
+def assert_stats_match(pi16_agent: PiOracle, path: Path, pi_path: Path | None = None) -> Json:
+    """Our stats of ``path`` against Pi's of ``pi_path`` (default: the same file); returns Pi's."""
     ours = session_stats(Session.open(path), Settings())
-    theirs = pi16_agent.call("stats", file=str(path), contextWindow=ours.context_window)
+    theirs = pi16_agent.call("stats", file=str(pi_path or path), contextWindow=ours.context_window)
     counts = {k: theirs[k] for k in ("userMessages", "assistantMessages", "toolCalls", "toolResults", "totalMessages")}
     assert ours.message_counts == counts
     tokens = ours.tokens
@@ -119,3 +119,19 @@ def test_fix_stats_of_an_answer_without_usage(pi16_agent: PiOracle, tmp_path: Pa
     theirs = pi16_agent.call("stats", file=str(fixed), contextWindow=200_000)
     assert ours.message_counts["assistantMessages"] == theirs["assistantMessages"]
     assert ours.tokens.total == theirs["tokens"]["total"] - USAGE["totalTokens"]
+
+
+def test_fix_stats_of_a_usage_without_cost(pi16_agent: PiOracle, tmp_path: Path) -> None:
+    """Pi 1.6.0's ``getSessionStats`` throws on a ``usage`` without ``cost`` (files of other tools
+    have them); we add its tokens and no cost (docs/deviations.md)."""
+    no_cost = {k: v for k, v in USAGE.items() if k != "cost"}
+    calls = [_m("msg", user("hi", 1)), _m("msg", {**assistant("hello", 2), "usage": no_cost})]
+    path = tmp_path / "no-cost.jsonl"
+    path.write_text(pi16_agent.call("write", calls=calls)["fileText"], encoding="utf-8")
+    with pytest.raises(OracleError, match="reading 'total'"):
+        pi16_agent.call("stats", file=str(path), contextWindow=200_000)
+    calls[1]["args"][0]["usage"] = USAGE  # the same tokens, cost 0
+    fixed = tmp_path / "with-cost.jsonl"
+    fixed.write_text(pi16_agent.call("write", calls=calls)["fileText"], encoding="utf-8")
+    theirs = assert_stats_match(pi16_agent, path, fixed)
+    assert theirs["tokens"]["total"] == USAGE["input"] + USAGE["output"]
