@@ -42,7 +42,8 @@ def signature(result: ReadResult) -> tuple[Any, ...]:
 
 def assert_same(path: Path) -> ReadResult:
     reference = signature(parse_session_bytes(path.read_bytes()))
-    for block in BLOCKS:
+    small = path.stat().st_size < 64 << 10  # a line grows a byte at a time in 1-byte blocks: quadratic
+    for block in BLOCKS if small else [b for b in BLOCKS if b >= 300]:
         read = read_in_blocks(path, block)
         assert read is not None, f"block={block}: a v3 file is read in blocks"
         result, _ = read
