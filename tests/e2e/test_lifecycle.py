@@ -126,6 +126,14 @@ async def test_set_trace_and_initialized_are_accepted(client: LanguageClient) ->
     assert stats["requestFutures"] == 0
 
 
+async def test_the_loop_watch_sees_the_loop_held(client: LanguageClient) -> None:
+    await call(client, "debug/loopStall")  # starts watching
+    await asyncio.sleep(0.1)
+    assert (await call(client, "debug/loopStall"))["ticks"] > 0
+    await call(client, "debug/block", {"seconds": 0.3})
+    assert (await call(client, "debug/loopStall"))["longestMs"] >= 250
+
+
 # ------------------------------------------------------------------ progress
 
 

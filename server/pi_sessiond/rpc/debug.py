@@ -4,15 +4,18 @@ They exercise the JSON-RPC layer without the services: ``debug/echo`` (the
 bench's trivial request when ``pi/estimateTokens`` is absent), ``debug/slow``
 (progress + cancellation), ``debug/tick`` (an async notification),
 ``debug/typed`` (params structured as ``GetContextParams``), ``debug/stats`` (bookkeeping table sizes and RSS,
-for leak tests), ``debug/notify``, ``debug/hook``, ``debug/fail`` and
-``debug/configuration`` (what the glue passed to the daemon). Not part of
-the protocol: ``docs/protocol.md`` does not list them.
+for leak tests), ``debug/notify``, ``debug/hook``, ``debug/fail``,
+``debug/configuration`` (what the glue passed to the daemon), ``debug/loopStall``
+(the event loop's longest stall since the last call: :class:`LoopWatch`) and
+``debug/block`` (a stall of the loop, to check that watch). Not part of the
+protocol: ``docs/protocol.md`` does not list them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -46,6 +49,34 @@ def _method(server: PiServer, name: str, params_cls: type[Any] | None = None, *,
         return fn
 
     return decorator
+
+
+class LoopWatch:
+    """The event loop's longest stall: a task that asks to wake every :data:`TICK` seconds and keeps the
+    largest delay past that (anything that held the loop: a handler, a full garbage collection, the GIL
+    held by another thread). Started by the first ``debug/loopStall``; costs a wake-up per tick."""
+
+    TICK = 0.005
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self.ticks = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def take(self) -> dict[str, float]:
+        """The longest stall (ms) and the ticks since the last call; starts watching at the first."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._watch())
+        out = {"longestMs": round(self.longest * 1e3, 2), "ticks": self.ticks}
+        self.longest, self.ticks = 0.0, 0
+        return out
+
+    async def _watch(self) -> None:
+        while True:
+            asked = time.perf_counter()
+            await asyncio.sleep(self.TICK)
+            self.longest = max(self.longest, time.perf_counter() - asked - self.TICK)
+            self.ticks += 1
 
 
 def register(server: PiServer) -> None:
@@ -112,6 +143,17 @@ def register(server: PiServer) -> None:
     @_method(server, "debug/typed", GetContextParams)
     def typed(params: GetContextParams) -> Any:
         return params
+
+    watch = LoopWatch()
+
+    @_method(server, "debug/loopStall")
+    def loop_stall(params: Any) -> Any:
+        return watch.take()
+
+    @_method(server, "debug/block")
+    def block(params: Any) -> Any:
+        time.sleep(float((params or {}).get("seconds", 0.2)))  # holds the loop: a stall on purpose
+        return None
 
     @_method(server, "debug/configuration")
     def configuration(params: Any) -> Any:

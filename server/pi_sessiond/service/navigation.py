@@ -22,6 +22,8 @@ Contracts (Pi's ``navigateTree``, plus the hooks):
 
 from __future__ import annotations
 
+import asyncio
+
 import attrs
 
 from pi_protocol import NavigateResult, methods
@@ -59,7 +61,8 @@ class Navigator:
             return NavigateResult(leaf_id=old_leaf)
         target = require_entry(session, params.target_id, "targetId")
         if params.summarize or params.label:
-            check_live_writer(scope, force=params.force, action="navigate with a summary or label")
+            await asyncio.to_thread(check_live_writer, scope, force=params.force,
+                                    action="navigate with a summary or label")
         plan = plan_navigation(session, target.id)
         answer = await hooks.before_tree(self.hooks, scope, params, plan)
         if answer is not None and answer.cancel:
@@ -67,7 +70,7 @@ class Navigator:
         supplied = hooks.supplied_summary(answer)
         scope.durable()
         if params.summarize and supplied is None and plan.collected(session).entries:
-            session.check_writable()  # before a (paid) summary is asked for
+            await asyncio.to_thread(session.check_writable)  # before a (paid) summary is asked for
 
             async def work() -> Navigated:
                 return await with_progress(progress, "Summarizing branch", params.work_done_token,

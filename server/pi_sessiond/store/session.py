@@ -332,14 +332,14 @@ class Session:
     def check_writable(self) -> None:
         """Raise what a write now would raise, writing nothing (call before paying a summarizer).
 
-        :class:`ReadOnlySessionError` / ``LockedError`` (``locked``), or
-        :class:`WriteFailedError` when the OS would refuse the write (a
-        read-only mount, no permission, no such folder). A session already on
-        disk takes its write lock here, as its first write would.
+        :class:`ReadOnlySessionError` / ``LockedError`` (``locked``), or :class:`WriteFailedError` when
+        the OS would refuse the write (a read-only mount, no permission, no such folder). A session
+        already on disk takes its write lock here, as its first write would (any thread: under :attr:`lock`).
         """
         if self.read_only_reason:
             raise ReadOnlySessionError(self.read_only_reason)
-        self._file.probe()
+        with self.lock:
+            self._file.probe()
 
     def _before_write(self) -> None:
         if not self._file.lock_for_append():

@@ -120,21 +120,40 @@ async def in_thread(fn: Callable[..., T], *args: object) -> T:
 
 async def in_process(fn: Callable[..., T], *args: object) -> T:
     """``fn(*args)`` in a worker process (``fn`` a module-level function); in a thread before
-    :func:`use_processes`, or if the pool broke."""
+    :func:`use_processes`, or if the pool broke. The pool is made and the work handed to it in the
+    summaries' thread: the first hand-over imports ``multiprocessing`` and spawns the processes, which
+    would hold the loop."""
     if _process_limit <= 0:
         return await in_thread(fn, *args)
-    from concurrent.futures.process import BrokenProcessPool
+    pool, future = await in_thread(_handed_over, fn, *args)
+    from concurrent.futures.process import BrokenProcessPool  # imported by the hand-over
 
-    pool = _process_pool()
     try:
-        return await _run(pool, fn, *args)
+        return await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        future.cancel()
+        raise
     except BrokenProcessPool:
         log.warning("a summary worker process died; running its work in a thread")
         _drop_process_pool(pool)
         return await in_thread(fn, *args)
 
 
+def _handed_over(fn: Callable[..., T], *args: object) -> tuple[ProcessPoolExecutor, Future[T]]:
+    """The pool and ``fn(*args)`` submitted to it; a pool broken before the hand-over is replaced."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = _process_pool()
+    try:
+        return pool, pool.submit(fn, *args)
+    except BrokenProcessPool:
+        _drop_process_pool(pool)
+        pool = _process_pool()
+        return pool, pool.submit(fn, *args)
+
+
 A = TypeVar("A")
+
 
 async def elsewhere(direct: Callable[[A], T], encode: Callable[[A], bytes], run: Callable[[bytes], T], arg: A) -> T:
     """``run(encode(arg))`` in a worker process when the daemon has them (``encode`` in a worker thread:

@@ -153,7 +153,7 @@ class Drafts:
         if held is not None:
             raise livewriter.refuse(held, "commit a draft", "/compact")
         try:
-            check_live_writer(scope, force=params.force, action="commit a draft")
+            await asyncio.to_thread(check_live_writer, scope, force=params.force, action="commit a draft")
             entry = write(scope, stored, params.summary)
         except PiError as exc:
             self.notify(methods.COMPACTION_FAILED, failure(scope.key, "manual", exc))

@@ -156,7 +156,7 @@ class Compactions:
         The ``liveWriter`` guard runs before the masking edits too (they would be orphaned beside a live writer).
         """
         try:
-            check_live_writer(scope, force=False, action="compact")
+            await asyncio.to_thread(check_live_writer, scope, force=False, action="compact")
             masked = masking.mask_first(scope, self.notify)
         except PiError as exc:
             self.notify(methods.COMPACTION_FAILED, failure(scope.key, reason, exc))
@@ -180,7 +180,7 @@ class Compactions:
         """The ``liveWriter`` guard, ``pipeline.compaction.compact`` with the hooks, then the notifications
         (``pi/compactionFailed`` when it wrote nothing)."""
         try:
-            check_live_writer(scope, force=force, action="compact")
+            await asyncio.to_thread(check_live_writer, scope, force=force, action="compact")  # file reads: off the loop
             return await self._compact_session(scope, reason=reason, will_retry=will_retry,
                                                instructions=instructions, report=report)
         except (Exception, asyncio.CancelledError) as exc:
@@ -204,7 +204,7 @@ class Compactions:
                                               options.limit)
 
         session = scope.durable()
-        session.check_writable()  # locked / writeFailed now, before a (paid) summary is asked for
+        await asyncio.to_thread(session.check_writable)  # locked / writeFailed now, before a (paid) summary
         summarizer = self.summarizers.open(settings)
         try:
             result = await compact(
