@@ -65,9 +65,23 @@ def test_a_held_lock_refuses_writers_naming_pi_and_its_pid(tmp_path: Path) -> No
     assert child.stdin is not None
     child.stdin.close()
     assert child.wait(timeout=60) == 0
-    released = lockinfo.read_body(lockinfo.lock_path(path))  # no longer accepting forwarded requests
-    assert released is not None and (released.pid, released.program, released.socket) == (4242, "pi", None)
+    assert not lockinfo.lock_path(path).exists()  # let go: nothing left beside the session
     assert writable_soon(path)
+
+
+def test_pi_s_lines_written_under_the_lock_are_a_holder_s_after_it_lets_go(tmp_path: Path) -> None:
+    path = session_file(tmp_path)
+    child = start(path, "--pid", str(os.getpid()))  # a Pi that keeps running after it let the session go
+    with path.open("a") as fh:  # Pi appends while it holds the lock
+        fh.write(json.dumps(user("c", "b", "one more", 3), separators=(",", ":")) + "\n")
+    assert child.stdin is not None
+    child.stdin.close()
+    assert child.wait(timeout=60) == 0
+    assert not lockinfo.lock_path(path).exists()
+    assert Session.open(path).last_foreign_append is None  # the liveWriter guard does not wait for them
+    with path.open("a") as fh:  # a line nobody held the lock for is another program's
+        fh.write(json.dumps(user("d", "c", "and another", 4), separators=(",", ":")) + "\n")
+    assert Session.open(path).last_foreign_append is not None
 
 
 def test_killing_the_parent_releases_the_lock(tmp_path: Path) -> None:

@@ -6,23 +6,24 @@ holder when another process has it), writes the body ``{pid, program: "pi",
 since, socket?}`` with the Pi's pid (``--pid``) and forwarding socket
 (``--socket``), prints one ready line (JSON ``{"ready": true, "lock": …}``) and
 then waits for its stdin to close: when Pi exits, is killed or lets the
-session go, the pipe closes, this process drops ``socket`` from the body (so
-daemons stop treating the session as live while that Pi still runs), exits
-and the kernel releases the lock. Nothing is read from or written to the session file itself.
+session go, the pipe closes, and this process notes the session file as a lock
+holder left it (``store/writemarks.py``: a later open does not take Pi's last
+lines for another program's, and the ``liveWriter`` guard does not wait for
+them), removes the lock file (daemons stop treating the session as live) and
+exits. Nothing is read from or written to the session file itself.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from pathlib import Path
 
-import attrs
-
-from pi_sessiond.store import lockinfo
-from pi_sessiond.store.guard import take_lock_file
+from pi_sessiond.store import lockinfo, writemarks
+from pi_sessiond.store.guard import let_go, take_lock_file
 
 NAME = "hold-lock"
 HELP = "hold a session's write lock for a live Pi until stdin closes"
@@ -46,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         wait_for_eof()
     finally:
-        lockinfo.write_body(handle, attrs.evolve(body, socket=None))  # no longer accepting forwarded requests
-        handle.close()
+        with contextlib.suppress(OSError):
+            writemarks.note_written(session, os.stat(session))  # Pi's lines, written under this lock
+        let_go(handle, path)
     return 0
 
 

@@ -177,10 +177,7 @@ class FileGuard:
                 st = os.stat(self.path)
                 if (st.st_ino, st.st_size, st.st_mtime_ns) == self._ours:
                     writemarks.note_written(self.path, st)
-            with contextlib.suppress(OSError):
-                if _lock_file_is(self._lock, lock_path):
-                    lock_path.unlink()
-                self._lock.close()
+            let_go(self._lock, lock_path)
             self._lock = None
 
     def release_if_idle(self, idle_seconds: float) -> bool:
@@ -211,6 +208,14 @@ def take_lock_file(lock_path: Path, path: Path) -> IO[bytes]:
             return handle
         handle.close()  # we locked a file its holder removed on release: take the new one
     raise locked_error(path)
+
+
+def let_go(handle: IO[bytes], lock_path: Path) -> None:
+    """Remove the lock file ``handle`` holds (if ``lock_path`` still names it) and close it."""
+    with contextlib.suppress(OSError):
+        if _lock_file_is(handle, lock_path):
+            lock_path.unlink()
+        handle.close()
 
 
 def _lock_file_is(handle: IO[bytes], lock_path: Path) -> bool:

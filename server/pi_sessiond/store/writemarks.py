@@ -1,7 +1,8 @@
-"""What this user's pi-sessiond last wrote to each session file, kept outside the session's folder.
+"""How a lock holder left each session file, kept outside the session's folder.
 
 A lock holder's write is recognised at the next open (``store/guard.py``) by a
-mark: the session file's inode, size and mtime right after the write, kept in
+mark: the session file's inode, size and mtime when the holder let go (our own
+writes, and a live Pi's under ``pi-sessiond hold-lock``), kept in
 ``<runtime dir>/written/<sha256 of the path>``. The lock file is removed when
 its holder releases it, so the session's folder holds only sessions; the mark
 outlives it. Marks are best effort: one that cannot be written or read means
