@@ -73,7 +73,7 @@ class LocalDaemon:
         """``pi/openSession`` of ``path``; the loader's warnings go to stderr with their line numbers.
 
         ``in_blocks``: for a command that only appends (a compaction): a v3 file is read a block at
-        a time, each entry holding its line until it is parsed (``store/detached.py``), so a
+        a time, each entry keeping its block until it is parsed (``store/detached.py``), so a
         compaction of the whole history never holds the file's bytes and its parsed entries together.
         """
         self.service.registry.in_blocks = in_blocks

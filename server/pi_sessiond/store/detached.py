@@ -3,11 +3,11 @@
 :func:`read_in_blocks` gives the entries, warnings and line numbers
 ``reader.parse_session_bytes`` gives for the whole file (it reads each block with
 it, as a continuation of the lines before), but no buffer of the whole file is
-kept: each entry holds a copy of its own line until the line is parsed, then lets
-it go (``entry.OwnLineEntry``), and each block is freed once read. A process that
-parses every entry of a path (a compaction of a long history) never holds the
-file's bytes and its parsed entries together; one that parses only the newest
-part holds the rest as lines, as a lazy open does.
+kept: each entry keeps its block only until its line is parsed
+(``entry.OwnLineEntry``), so a block is freed once all its lines are. A process
+that parses every entry of a path (a compaction of a long history) never holds
+the file's bytes and its parsed entries together; one that parses only the newest
+part holds the older blocks unparsed, as a lazy open holds the whole file.
 
 Without their lines the entries cannot be copied byte for byte by a rewrite, so
 only a file whose next write is an append is read so: one that starts with a
@@ -29,8 +29,8 @@ BLOCK_BYTES = 4 << 20
 
 
 def read_in_blocks(path: Path, block_bytes: int = BLOCK_BYTES) -> tuple[ReadResult, os.stat_result] | None:
-    """``path`` read a block at a time into entries that own their lines; ``None`` for a file that
-    does not start with a header of the current version (read it whole)."""
+    """``path`` read a block at a time into entries that let their block go once parsed; ``None`` for a
+    file that does not start with a header of the current version (read it whole)."""
     _blocks_return_to_the_system()
     with open(path, "rb") as fh:
         st = os.fstat(fh.fileno())
@@ -68,7 +68,7 @@ def _extend(out: ReadResult, more: ReadResult) -> None:
 
 
 def _own_lines(result: ReadResult) -> None:
-    """Let ``result``'s entries hold their own lines, not the block's buffer."""
+    """Let ``result``'s entries let go of their block once parsed."""
     for entry in result.entries:
         OwnLineEntry.owning(entry)
 

@@ -126,10 +126,11 @@ class Entry:
 
 
 class OwnLineEntry(Entry):
-    """An entry that holds a copy of its line only until the line is parsed (``store/detached.py``).
+    """An entry that keeps the block its line was read from only until the line is parsed
+    (``store/detached.py``).
 
     For a session that is only appended to: its lines are never copied again, so
-    once parsed an entry lets its line go (:attr:`raw` is then ``None``); its id,
+    once parsed an entry lets its block go (:attr:`raw` is then ``None``); its id,
     parent and timestamp are the strings the line's start gave (not a second
     copy), and the values that repeat on every line (:data:`SHARED_FIELDS`, the
     content blocks' ``type``) are one string each. The values are unchanged.
