@@ -170,11 +170,36 @@ async def elsewhere(direct: Callable[[A], T], encode: Callable[[A], bytes], run:
     return await in_thread(direct, arg)
 
 
-def shutdown() -> None:
-    """Stop the worker processes and threads (work not started is cancelled)."""
+SHUTDOWN_GRACE_SECONDS = 3.0
+"""How long :func:`shutdown` lets a worker process finish the summary it is in (nobody waits for its
+result any more) before it stops the process."""
+
+
+def shutdown(grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
+    """Stop the worker processes and threads (work not started is cancelled). Returns once the process
+    pool has wound down: its manager thread is gone and the pipe it wakes through is closed. A pool
+    left winding down races the interpreter's exit hook, which writes to that pipe while the manager
+    thread closes it (``OSError: Bad file descriptor`` at exit, Python 3.11)."""
     global _threads, _processes
     with _lock:
         threads, processes, _threads, _processes = _threads, _processes, None, None
-    for pool in (processes, threads):
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+    if processes is not None:
+        _wind_down(processes, grace)
+    if threads is not None:
+        threads.shutdown(wait=False, cancel_futures=True)
+
+
+def _wind_down(pool: ProcessPoolExecutor, grace: float) -> None:
+    """``pool.shutdown(wait=True)``, with the workers still busy after ``grace`` seconds stopped."""
+    import multiprocessing
+
+    children = multiprocessing.active_children()  # the pool's workers: the daemon starts no other processes
+    waiting = threading.Thread(target=pool.shutdown, kwargs={"wait": True, "cancel_futures": True},
+                               daemon=True, name="pi-sessiond-pool-end")
+    waiting.start()
+    waiting.join(grace)
+    if waiting.is_alive():
+        log.info("stopping %d summary worker process(es) still at work", len(children))
+        for child in children:
+            child.terminate()
+        waiting.join(grace)  # a stopped worker breaks the pool: its manager thread cleans up and ends
