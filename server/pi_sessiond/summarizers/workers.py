@@ -43,6 +43,7 @@ _lock = threading.Lock()
 _threads: ThreadPoolExecutor | None = None
 _processes: ProcessPoolExecutor | None = None
 _process_limit = 0
+_retired: list[ProcessPoolExecutor] = []  # broken pools, wound down by :func:`shutdown`
 
 
 def use_processes(count: int = PROCESSES) -> None:
@@ -101,6 +102,8 @@ def _drop_process_pool(broken: ProcessPoolExecutor) -> None:
     with _lock:
         if _processes is broken:
             _processes = None
+        if broken not in _retired:
+            _retired.append(broken)
     broken.shutdown(wait=False, cancel_futures=True)
 
 
@@ -183,8 +186,10 @@ def shutdown(grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
     global _threads, _processes
     with _lock:
         threads, processes, _threads, _processes = _threads, _processes, None, None
-    if processes is not None:
-        _wind_down(processes, grace)
+        pools = [*_retired, *([processes] if processes is not None else [])]
+        _retired.clear()
+    for pool in pools:
+        _wind_down(pool, grace)
     if threads is not None:
         threads.shutdown(wait=False, cancel_futures=True)
 

@@ -69,3 +69,10 @@ async def test_shutdown_stops_a_worker_still_at_work_after_the_grace(one_process
     started.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await started
+
+
+async def test_shutdown_also_winds_down_a_pool_a_dead_worker_broke(one_process: None) -> None:
+    assert await workers.in_process(dies_in_a_worker, os.getpid()) == "here"
+    assert await workers.in_process(os.getpid) != os.getpid()
+    workers.shutdown()
+    assert not _pool_threads() and not multiprocessing.active_children()
