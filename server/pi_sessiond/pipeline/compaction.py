@@ -195,7 +195,7 @@ def completer(session: Session) -> Completer:
     """What :func:`write_compaction` adds to a compaction at the leaf once its id and time are known
     (the checkpoint is read then, from the leaf the entry is written on)."""
 
-    def complete(full: JsonDict) -> JsonDict:
+    def complete(_position: int, full: JsonDict) -> JsonDict:
         checkpoint = current_system_message(session.projection().messages)
         if full.get("firstKeptEntryId") is None:
             full["firstKeptEntryId"] = full["id"]
@@ -327,7 +327,7 @@ def check_descends(session: Session, leaf_before: str | None) -> None:
 def pending_tokens(session: Session, data: JsonDict) -> int:
     """``estimatedTokensAfter`` if ``data`` were written at the leaf now (:func:`write_compaction`)."""
     full = {**data, "id": "(pending)", "parentId": session.leaf_id, "timestamp": now_iso()}
-    pending = Entry.from_data(completer(session)(full))
+    pending = Entry.from_data(completer(session)(0, full))
     return sum(estimate_tokens(m) for m in project_path([*session.path_to(), pending]).messages)
 
 

@@ -13,10 +13,11 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from pi_protocol.base import JsonDict
 from pi_sessiond.errors import Conflict, InvalidParams
+from pi_sessiond.store.building import Completer
 from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.session import Session
 
@@ -56,12 +57,11 @@ def retried(session: Session, rows: Sequence[JsonDict], ids: Sequence[str | None
     return [entry for entry in found.values() if entry is not None]
 
 
-def completer(ids: Sequence[str | None]) -> Callable[[JsonDict], JsonDict]:
+def completer(ids: Sequence[str | None]) -> Completer:
     """The store's ``complete`` hook that writes each entry under its own id (where it names one)."""
-    pending = iter(ids)
 
-    def complete(full: JsonDict) -> JsonDict:
-        own = next(pending)
+    def complete(position: int, full: JsonDict) -> JsonDict:
+        own = ids[position]
         return full if own is None else {**full, "id": own}
 
     return complete

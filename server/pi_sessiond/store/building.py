@@ -22,8 +22,10 @@ from pi_sessiond.store.entry import Entry
 from pi_sessiond.store.layout import new_entry_id, new_session_id, now_iso
 from pi_sessiond.store.migrate import CURRENT_VERSION
 
-Completer = Callable[[JsonDict], JsonDict]
-"""Finishes an entry whose id, parentId and timestamp were just assigned (see ``Session.append``)."""
+Completer = Callable[[int, JsonDict], JsonDict]
+"""Finishes an entry whose id, parentId and timestamp were just assigned, given its row's position in the
+request (see ``Session.append``). It may be called again for the same row: an append that finds the file
+grown under it builds its entries once more."""
 _OWN_FIELDS_FIRST = frozenset({"custom", "custom_message"})
 
 
@@ -31,12 +33,12 @@ def build_entries(rows: Sequence[JsonDict], parent: str | None, taken: Container
                   complete: Completer | None = None) -> list[Entry]:
     """``rows`` as entries, each the child of the one before (the first of ``parent``)."""
     built: list[Entry] = []
-    for data in rows:
+    for position, data in enumerate(rows):
         kind = str(data["type"])
         base = {"id": new_entry_id(_Taken(taken, built)), "parentId": parent, "timestamp": now_iso()}
         rest = {k: v for k, v in data.items() if k not in ("type", "id", "parentId", "timestamp")}
         full = {"type": kind, **rest, **base} if kind in _OWN_FIELDS_FIRST else {"type": kind, **base, **rest}
-        entry = Entry.from_data(complete(full) if complete is not None else full)
+        entry = Entry.from_data(complete(position, full) if complete is not None else full)
         built.append(entry)
         parent = entry.id
     return built

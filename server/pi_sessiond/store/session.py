@@ -286,9 +286,12 @@ class Session:
     ) -> list[Entry]:
         """Append Pi entries (without id/parentId/timestamp) under the leaf, in order.
 
-        ``complete(data)``, when given, gets each entry once its id, parentId
-        and timestamp are assigned and returns the entry to write (fields that
-        depend on them: a retain-none compaction's own id, its checkpoint's time).
+        ``complete(position, data)``, when given, gets each entry (and its
+        row's position in ``new_entries``) once its id, parentId and timestamp
+        are assigned and returns the entry to write (fields that depend on them:
+        a retain-none compaction's own id, its checkpoint's time; an entry's own
+        id). It is called again for every row when another writer's lines land
+        first and the entries are built once more.
         ``verify()``, when given, runs after other writers' lines were folded
         in (the leaf may have followed them) and before anything is built; it
         raises to write nothing (a compaction's leaf re-check).

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from tests.unit.store.helpers import assistant, user, write_lines
 
+from pi_sessiond.service import idempotency
 from pi_sessiond.store import session as session_module
 from pi_sessiond.store.guard import ChangedUnderneathError, LockedError, lock_path_of
 from pi_sessiond.store.layout import now_iso
@@ -31,7 +32,9 @@ def line(data: dict[str, Any]) -> bytes:
 
 
 def last_id(path: Path) -> str:
-    return str(json.loads(path.read_bytes().splitlines()[-1])["id"])
+    """The id of the file's last whole line (a line being written meanwhile is not one yet)."""
+    data = path.read_bytes()
+    return str(json.loads(data[: data.rfind(b"\n")].rsplit(b"\n", 1)[-1])["id"])
 
 
 class PiStyleWriter(threading.Thread):
@@ -71,6 +74,31 @@ def test_fold_in_misses_no_entry_of_a_writer_appending_while_we_write(tmp_path: 
     assert [e.id for e in ours.entries] == [e.id for e in Session.open(path).entries] or \
         sorted(e.id for e in ours.entries) == sorted(on_disk)
     assert ours.leaf_id == on_disk[-1]  # every append continued the file's last entry
+
+
+def test_an_append_built_again_after_another_writer_landed_first_keeps_its_own_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the second build ran the completer of own ids again, which had used them up
+    (``StopIteration``: an internal error for any ``pi/append`` that lost the race to a live Pi)."""
+    path = session_file(tmp_path)
+    ours = Session.open(path)
+    write = ours._file.append
+    landed: list[str] = []
+
+    def pi_writes_first(lines: list[bytes]) -> bytes | None:
+        if not landed:  # Pi's line lands between our fold-in and our write
+            with open(path, "ab") as fh:
+                fh.write(line({**user("pi1", last_id(path), "from Pi"), "timestamp": now_iso()}))
+            landed.append("pi1")
+        return write(lines)
+
+    monkeypatch.setattr(ours._file, "append", pi_writes_first)
+    rows: list[dict[str, Any]] = [{"type": "session_info", "name": "one"}, {"type": "session_info", "name": "two",
+                                                                          "id": "mine"}]
+    written = ours.append(rows, complete=idempotency.completer(idempotency.own_ids(rows)))
+    assert landed and [e.parent_id for e in written] == ["pi1", written[0].id] and written[1].id == "mine"
+    assert [e.id for e in Session.open(path).entries][-3:] == ["pi1", written[0].id, "mine"]
 
 
 def test_the_leaf_follows_a_writer_that_continues_our_branch(tmp_path: Path) -> None:

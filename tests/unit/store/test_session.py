@@ -53,7 +53,8 @@ def test_complete_sees_the_assigned_id_and_time_before_the_write(tmp_path: Path)
     session = Session.open(path)
     seen: list[dict[str, object]] = []
 
-    def complete(full: dict[str, object]) -> dict[str, object]:
+    def complete(position: int, full: dict[str, object]) -> dict[str, object]:
+        assert position == 0
         seen.append(dict(full))
         return {**full, "firstKeptEntryId": full["id"], "at": iso_ms(str(full["timestamp"]))}
 
