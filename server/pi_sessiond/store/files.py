@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import gc
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -35,8 +36,11 @@ def append_bytes(path: Path, data: bytes, *, fsync: bool = True, expect_size: in
 
     With ``expect_size``, nothing is written (``None`` is returned) unless the
     file has exactly that size once it is open: another writer appended since
-    the caller last read it (O_APPEND still puts our bytes at the true end if
-    one appends between this check and the write; the returned start shows it).
+    the caller last read it. The size is read and the write made with no other
+    thread of this process running between them (:func:`_write_at_size`), so
+    another program's line can land between the two only in that instant; if
+    one does, O_APPEND still puts our bytes at the true end, and the returned
+    start shows it.
     All or nothing: a failed write is taken back or reported (module docstring).
     """
     try:
@@ -44,12 +48,18 @@ def append_bytes(path: Path, data: bytes, *, fsync: bool = True, expect_size: in
     except OSError as exc:
         raise WriteFailedError(path, exc) from exc
     try:
-        start = os.fstat(fd).st_size
-        if expect_size is not None and start != expect_size:
-            return None
-        written = 0
+        start, written = 0, 0
         try:
-            start, written = _write_all(fd, data, start)
+            if expect_size is None or failpoints.write_fault() is not None or len(data) > HELD_WRITE_MAX_BYTES:
+                start = os.fstat(fd).st_size
+                if expect_size is not None and start != expect_size:
+                    return None
+            else:
+                landed = _write_at_size(fd, data, expect_size)
+                if landed is None:
+                    return None
+                start, written = landed
+            start, written = _write_all(fd, data, start, written)
             if fsync:
                 os.fsync(fd)
         except OSError as exc:
@@ -59,14 +69,71 @@ def append_bytes(path: Path, data: bytes, *, fsync: bool = True, expect_size: in
     return start
 
 
-def _write_all(fd: int, data: bytes, start: int) -> tuple[int, int]:
-    """Write ``data`` at the end; returns (where our bytes start, bytes written); raises ``OSError``."""
-    view = memoryview(data)
+HELD_WRITE_MAX_BYTES = 1 << 20
+"""Appends up to this size are written by :func:`_write_at_size` (which holds the GIL: a bigger write
+would hold the event loop too)."""
+
+
+def _write_at_size(fd: int, data: bytes, size: int) -> tuple[int, int] | None:
+    """``None`` unless the file has ``size`` bytes; else our first write: (where it landed, bytes written).
+
+    ``os.fstat`` and ``os.write`` each let other threads run, and the thread that
+    checked the size may then wait for the GIL for milliseconds (a summary being
+    parsed in another thread) before it writes: a window in which a live Pi's line
+    lands and ours follows it with a stale parent, leaving Pi's turn on a side
+    branch. libc's ``lseek`` and ``write`` called through ``ctypes.PyDLL`` keep the
+    GIL, so nothing of ours runs between the check and the write. Where that is not
+    available, the two ``os`` calls.
+    """
+    calls = _held_calls()
+    if calls is None:
+        return None if os.fstat(fd).st_size != size else (size, 0)
+    lseek, write = calls
+    end = lseek(fd, 0, os.SEEK_END)
+    if end != size:
+        if end < 0:
+            raise OSError(_errno(), os.strerror(_errno()))
+        return None
+    n = write(fd, data, len(data))
+    if n < 0:
+        code = _errno()
+        if code == errno.EINTR:
+            return size, 0  # nothing written: _write_all writes it (retrying as os.write does)
+        raise OSError(code, os.strerror(code))
+    return os.lseek(fd, 0, os.SEEK_CUR) - n, n  # O_APPEND: where our first byte landed
+
+
+@functools.cache
+def _held_calls() -> tuple[Callable[..., int], Callable[..., int]] | None:
+    """libc's ``lseek`` and ``write`` as calls that keep the GIL (64-bit POSIX), else ``None``."""
+    import ctypes
+
+    if os.name != "posix" or ctypes.sizeof(ctypes.c_void_p) != 8:
+        return None
+    try:
+        libc = ctypes.PyDLL(None, use_errno=True)
+        lseek, write = libc.lseek, libc.write
+    except (OSError, AttributeError):
+        return None
+    lseek.restype, lseek.argtypes = ctypes.c_int64, [ctypes.c_int, ctypes.c_int64, ctypes.c_int]
+    write.restype, write.argtypes = ctypes.c_ssize_t, [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    return lseek, write
+
+
+def _errno() -> int:
+    import ctypes
+
+    return ctypes.get_errno()
+
+
+def _write_all(fd: int, data: bytes, start: int, written: int = 0) -> tuple[int, int]:
+    """Write the rest of ``data`` (past ``written`` bytes already written at ``start``) at the end;
+    returns (where our bytes start, bytes written); raises ``OSError``."""
+    view = memoryview(data)[written:]
     fault = failpoints.write_fault()
     if fault is not None:  # a full disk as the OS shows it: part of the bytes, then the error
         half = os.write(fd, view[: len(view) // 2])
         raise _Partial(os.lseek(fd, 0, os.SEEK_CUR) - half, half, fault)
-    written = 0
     while view:
         try:
             n = os.write(fd, view)

@@ -76,3 +76,32 @@ def test_the_writability_probe_writes_nothing(tmp_path: Path) -> None:
     files.probe_writable(path, rewrite=True)
     files.probe_writable(tmp_path / "new" / "deeper" / "n.jsonl", rewrite=False)
     assert sorted(tmp_path.iterdir()) == [path] and path.read_bytes() == b"x\n"
+
+
+def test_an_append_that_expects_another_size_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(THEIRS)
+    assert files.append_bytes(path, OURS, expect_size=0) is None
+    assert path.read_bytes() == THEIRS
+
+
+def test_an_append_at_the_expected_size_lands_there(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(THEIRS)
+    assert files.append_bytes(path, OURS, expect_size=len(THEIRS)) == len(THEIRS)
+    assert path.read_bytes() == THEIRS + OURS
+
+
+@pytest.mark.skipif(not os.uname().sysname == "Linux", reason="the GIL-holding calls are bound on Linux here")
+def test_the_size_check_and_the_write_keep_the_gil_on_linux() -> None:
+    """Else another thread of ours may run between them, and a live Pi's line land in that gap."""
+    assert files._held_calls() is not None
+
+
+def test_without_the_gil_holding_calls_the_same_append_is_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "_held_calls", lambda: None)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(THEIRS)
+    assert files.append_bytes(path, OURS, expect_size=0) is None
+    assert files.append_bytes(path, OURS, expect_size=len(THEIRS)) == len(THEIRS)
+    assert path.read_bytes() == THEIRS + OURS
