@@ -92,7 +92,7 @@ def test_an_append_at_the_expected_size_lands_there(tmp_path: Path) -> None:
     assert path.read_bytes() == THEIRS + OURS
 
 
-@pytest.mark.skipif(not os.uname().sysname == "Linux", reason="the GIL-holding calls are bound on Linux here")
+@pytest.mark.skipif(os.uname().sysname != "Linux", reason="the GIL-holding calls are bound on Linux here")
 def test_the_size_check_and_the_write_keep_the_gil_on_linux() -> None:
     """Else another thread of ours may run between them, and a live Pi's line land in that gap."""
     assert files._held_calls() is not None
