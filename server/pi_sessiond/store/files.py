@@ -83,7 +83,9 @@ def _write_at_size(fd: int, data: bytes, size: int) -> tuple[int, int] | None:
     lands and ours follows it with a stale parent, leaving Pi's turn on a side
     branch. libc's ``lseek`` and ``write`` called through ``ctypes.PyDLL`` keep the
     GIL, so nothing of ours runs between the check and the write. Where that is not
-    available, the two ``os`` calls.
+    available, the two ``os`` calls. The price: while the kernel holds that write
+    (dirty-page throttling, a slow network mount), no other thread of ours runs
+    either; a line of a few kB normally takes microseconds.
     """
     calls = _held_calls()
     if calls is None:
