@@ -84,3 +84,24 @@ def test_an_initialize_still_running_refuses_a_second_one_in_the_same_batch() ->
         server.ping()
     finally:
         server.stop()
+
+
+def test_a_configuration_change_it_refuses_is_said_in_the_client_s_log_and_changes_nothing(raw: Raw) -> None:
+    """A notification has no reply: the refusal goes to ``window/logMessage``, one line to stderr, no traceback;
+    neither the settings nor the framing limit change (found by ``wire_fuzz --seed 7``)."""
+    raw.send(req(1, "pi/getSettings", {}))
+    before = raw.recv()["result"]["settings"]
+    bad = {"models": [[1, False]], "daemon": {"maxMessageBytes": 2048}, "compaction": {"keepRecentTokens": 7}}
+    raw.send({"jsonrpc": "2.0", "method": "workspace/didChangeConfiguration", "params": {"settings": {"pi": bad}}})
+    logged = raw.recv()
+    assert logged["method"] == "window/logMessage" and logged["params"]["type"] == 1
+    message = logged["params"]["message"]
+    assert "workspace/didChangeConfiguration refused" in message and "settings.models" in message
+    raw.send(req(2, "pi/getSettings", {}))
+    assert raw.recv()["result"]["settings"] == before
+    raw.send(req(3, "debug/echo", {"text": "x" * 4096}))  # above the refused 2048-byte limit
+    echoed = raw.recv()
+    assert echoed["id"] == 3 and "result" in echoed, echoed
+    raw.close_stdin()
+    assert raw.wait(timeout=20) == 0
+    assert "Traceback" not in raw.log() and "settings.models" in raw.log()

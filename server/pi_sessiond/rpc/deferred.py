@@ -45,6 +45,7 @@ class DaemonLifecycle(Protocol):
 
 
 D = TypeVar("D", bound=DaemonLifecycle)
+CONFIGURATION_CHANGE = "workspace/didChangeConfiguration"
 Call = tuple[str, Callable[[DaemonLifecycle], None]]
 
 
@@ -76,9 +77,19 @@ class DaemonSlot(Generic[D]):
         """``daemon.configure(options)`` now, or when the daemon is created."""
         self._apply("configure", lambda daemon: daemon.configure(options))
 
-    def update_configuration(self, settings: dict[str, Any]) -> None:
-        """``daemon.update_configuration(settings)`` now, or when the daemon is created."""
-        self._apply("update_configuration", lambda daemon: daemon.update_configuration(settings))
+    def update_configuration(self, settings: dict[str, Any], applied: Callable[[], None] = lambda: None) -> None:
+        """``daemon.update_configuration(settings)``, then ``applied()``: now, or when the daemon is created.
+        A notification has no reply: a refusal (the settings in force stay) is logged and sent to the
+        client's log, and ``applied`` is not called."""
+
+        def call(daemon: DaemonLifecycle) -> None:
+            daemon.update_configuration(settings)
+            applied()
+
+        if self._daemon is None:
+            self._pending.append((CONFIGURATION_CHANGE, call))
+        else:
+            self._replay(CONFIGURATION_CHANGE, call)
 
     async def aclose(self) -> None:
         """Close the daemon if it was ever created."""
@@ -98,4 +109,5 @@ class DaemonSlot(Generic[D]):
         except Exception as exc:
             known = isinstance(exc, PiError)
             logger.error("%s failed: %s", name, exc, exc_info=not known)
-            self._on_error(f"pi-sessiond: {name} failed: {exc if known else type(exc).__name__}")
+            outcome = "refused, the settings in force are unchanged" if name == CONFIGURATION_CHANGE else "failed"
+            self._on_error(f"pi-sessiond: {name} {outcome}: {exc if known else type(exc).__name__}")

@@ -235,13 +235,11 @@ class PiServer(LanguageServer):
         if not isinstance(settings, dict):
             logger.info("workspace/didChangeConfiguration without settings.pi: ignored")
             return
-        self._apply_limits(settings)
         self.configuration_log.append(("update_configuration", settings))
-        if self.daemon is not None:
-            try:
-                self.daemon.update_configuration(settings)
-            except Exception:
-                logger.exception("update_configuration failed")
+        if self.daemon is None:
+            self._apply_limits(settings)
+        else:  # the framing limits change only with settings the daemon took
+            self.daemon.update_configuration(settings, applied=lambda: self._apply_limits(settings))
 
     def _apply_limits(self, settings: dict[str, Any] | None) -> None:
         from pi_sessiond.settings import DEFAULT_LAYER, Layer, file_layer, global_path, resolve
