@@ -22,7 +22,8 @@ Checked:
   or another code of ``pi_protocol.errors.REASONS``);
 * at the end: every session file parses line by line; the daemon's RSS,
   sampled every 100 jobs, grew less than 20 %; its open fds and asyncio tasks
-  are back where they started; the secret is in no log line, reply,
+  are back where they were before the first job (its summary worker processes
+  started: their pipes stay open from the first summary on); the secret is in no log line, reply,
   notification or session file.
 
 Exit code 0 when everything held; the figures are printed either way.
@@ -279,6 +280,7 @@ def run_soak(jobs: int, workdir: Path, *, concurrency: int = 12, sessions: int =
     started = time.monotonic()
     with LoopbackProvider() as provider:
         soak = Soak(workdir, provider, sessions, seed_value)
+        soak._call("debug/workers", {})  # their pipes are the daemon's from the first summary on: not a leak
         start_vitals = soak.vitals()
         soak.report.rss_kib.append((0, soak.daemon.status("VmRSS")))
         numbers = iter(range(jobs))

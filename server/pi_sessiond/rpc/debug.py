@@ -155,6 +155,16 @@ def register(server: PiServer) -> None:
         time.sleep(float((params or {}).get("seconds", 0.2)))  # holds the loop: a stall on purpose
         return None
 
+    @_method(server, "debug/workers")
+    async def summary_workers(params: Any) -> Any:
+        """Start every summary worker process as concurrent summaries would (when the daemon uses them)
+        and name them: a soak counts their pipes in its baseline, not as a leak."""
+        from pi_sessiond.summarizers import workers
+
+        busy = [workers.in_process(workers.pid_after, 0.2) for _ in range(2 * workers.PROCESSES)]
+        pids = set(await asyncio.gather(*busy)) - {os.getpid()}
+        return {"processes": workers.uses_processes(), "pids": sorted(pids)}
+
     @_method(server, "debug/configuration")
     def configuration(params: Any) -> Any:
         return [[kind, value] for kind, value in server.configuration_log]

@@ -97,6 +97,13 @@ def _exit_with(parent: int) -> None:
     os._exit(0)
 
 
+def pid_after(seconds: float) -> int:
+    """The pid of the process this ran in, ``seconds`` later (``debug/workers`` keeps every worker busy
+    so that each one starts)."""
+    time.sleep(seconds)
+    return os.getpid()
+
+
 def _drop_process_pool(broken: ProcessPoolExecutor) -> None:
     global _processes
     with _lock:
