@@ -19,7 +19,7 @@ Checked:
   failure or cancellation left the file byte for byte as it was; every error is
   a clear JSON-RPC error (``-32005`` with ``data.status`` and a message,
   ``-32013`` for a tool-only answer, ``-32800`` only for a job we cancelled,
-  or another code of ``pi_protocol.errors.REASONS``);
+  or another of :data:`CLEAR_CODES`);
 * at the end: every session file parses line by line; the daemon's RSS,
   sampled every 100 jobs, grew less than 20 %; its open fds and asyncio tasks
   are back where they were before the first job (its summary worker processes
@@ -51,7 +51,8 @@ SECRET = "sk-soak-SECRET-1234567890"
 SECRET_PIECES = (SECRET, "SECRET-1234567890", "sk-soak-SECRET")
 JOB_TIMEOUT = 60.0
 IDLE_CONNECTIONS = 4  # keep-alive connections an idle client may hold (two providers, two summarizer clients)
-CLEAR_CODES = {-32005, -32004, -32006, -32007, -32002, -32013}
+CLEAR_CODES = {-32005, -32004, -32006, -32007, -32002, -32012, -32013}
+# -32012 notShrinking: a session compacted again and again until a summary no longer frees anything
 # (weight, faults scripted before the job; four copies outlast the 3 retries of retry.maxRetries)
 FAULT_MIX: list[tuple[int, list[Fault]]] = [
     (12, []),

@@ -165,6 +165,27 @@ def register(server: PiServer) -> None:
         pids = set(await asyncio.gather(*busy)) - {os.getpid()}
         return {"processes": workers.uses_processes(), "pids": sorted(pids)}
 
+    heap: list[Any] = []
+
+    @_method(server, "debug/heap")
+    def heap_growth(params: Any) -> Any:
+        """What traced memory holds now, and the ``limit`` source lines whose share grew most since the
+        last call (the daemon must run with ``PYTHONTRACEMALLOC=N``): how a soak finds what grows."""
+        import gc
+        import tracemalloc
+
+        if not tracemalloc.is_tracing():
+            return {"tracing": False}
+        gc.collect()
+        snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+        grown = snapshot.compare_to(heap[0] if heap else tracemalloc.Snapshot([], 1), "traceback")
+        heap[:] = [snapshot]
+        limit = int((params or {}).get("limit", 10))
+        return {"tracing": True, "tracedKiB": tracemalloc.get_traced_memory()[0] // 1024,
+                "grown": [{"kiB": round(stat.size_diff / 1024), "count": stat.count_diff,
+                           "where": [f"{frame.filename}:{frame.lineno}" for frame in stat.traceback]}
+                          for stat in grown[:limit]]}
+
     @_method(server, "debug/configuration")
     def configuration(params: Any) -> Any:
         return [[kind, value] for kind, value in server.configuration_log]

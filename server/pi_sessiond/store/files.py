@@ -260,18 +260,37 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
+PAUSE_MIN_BYTES = 1 << 20
+"""The least work (bytes of JSON, or their equivalent) for which ``gc_paused(size)`` pauses the collector
+and freezes what it made; smaller work runs with the collector as usual."""
+
+
 @contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while bulk-loading acyclic data (entries, parsed JSON).
+def gc_paused(size: int | None = None) -> Iterator[None]:
+    """Pause the cyclic GC while bulk-loading acyclic data (entries, parsed JSON): always for a session's
+    load (``size`` ``None``), for other work of ``size`` bytes' worth when that is at least
+    :data:`PAUSE_MIN_BYTES`.
 
     Loading allocates many objects and no cycles; the collector would only
     rescan the growing heap again and again (measured: ~2x slower loads).
     On the way out everything alive is frozen (``gc.freeze``): otherwise the
     first collection after the load walks every loaded object at once, a stall
     of every thread (the event loop's included) of a tenth of a second per
-    million objects. Frozen objects are still freed by reference counting
-    (cyclic garbage alive at that moment is not collected any more; loading makes none).
+    million objects. Frozen objects are still freed by reference counting, but
+    cyclic garbage alive at that moment is never collected: other threads'
+    (a provider's requests and responses, exceptions with their frames) made
+    while the collector was paused. So work repeated while the daemon serves
+    (a projection rebuilt after each compaction or navigation) pauses and
+    freezes only when it is big (a freeze at every rebuild kept ~50 kB of each
+    summary job: ``tests/soak/provider_soak.py``); a session's load always does
+    (a thousand small sessions left to the collector would be walked whole,
+    again and again). Collecting the young generations first was measured:
+    it makes each of a thousand opens 2.6x slower, and keeps only a third
+    less garbage, so it is not done.
     """
+    if size is not None and size < PAUSE_MIN_BYTES:
+        yield
+        return
     was_enabled = gc.isenabled()
     gc.disable()
     try:

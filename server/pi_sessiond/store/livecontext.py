@@ -48,6 +48,9 @@ from pi_sessiond.store.tree import SessionTree
 
 _STALE = object()
 
+ENTRY_BYTES = 1024
+"""A session line's typical size, to weigh a projection rebuild for :func:`~pi_sessiond.store.files.gc_paused`."""
+
 
 class MessagesView(Sequence[dict[str, Any]]):
     """The first ``count`` items of a list that only grows at the end."""
@@ -136,8 +139,9 @@ class LiveContext:
                           log=self._log, log_length=len(self._log.replaced))
 
     def _rebuild(self) -> None:
-        with gc_paused():
-            projection = project_path(self._tree.path_view())  # makes only the context's entries
+        path = self._tree.path_view()
+        with gc_paused(len(path) * ENTRY_BYTES):  # the path's length bounds the context's
+            projection = project_path(path)  # makes only the context's entries
         self._entries = list(projection.entries)
         self._slot = {p.entry.id: i for i, p in enumerate(self._entries)}
         self._edits = latest_edits([p.entry for p in self._entries])

@@ -105,3 +105,4 @@ def test_without_the_gil_holding_calls_the_same_append_is_made(tmp_path: Path, m
     assert files.append_bytes(path, OURS, expect_size=0) is None
     assert files.append_bytes(path, OURS, expect_size=len(THEIRS)) == len(THEIRS)
     assert path.read_bytes() == THEIRS + OURS
+
