@@ -45,8 +45,7 @@ class DaemonLifecycle(Protocol):
 
 
 D = TypeVar("D", bound=DaemonLifecycle)
-CONFIGURATION_CHANGE = "workspace/didChangeConfiguration"
-Call = tuple[str, Callable[[DaemonLifecycle], None]]
+Call = tuple[str, Callable[[DaemonLifecycle], None]]  # what a failure is called, the call
 
 
 class DaemonSlot(Generic[D]):
@@ -69,13 +68,13 @@ class DaemonSlot(Generic[D]):
             create, self._create = self._create, None
             self._daemon = create()
             pending, self._pending = self._pending, []
-            for name, call in pending:
-                self._replay(name, call)
+            for failure, call in pending:
+                self._replay(failure, call)
         return self._daemon
 
     def configure(self, options: InitializationOptions) -> None:
         """``daemon.configure(options)`` now, or when the daemon is created."""
-        self._apply("configure", lambda daemon: daemon.configure(options))
+        self._apply("configure failed", lambda daemon: daemon.configure(options))
 
     def update_configuration(self, settings: dict[str, Any], applied: Callable[[], None] = lambda: None) -> None:
         """``daemon.update_configuration(settings)``, then ``applied()``: now, or when the daemon is created.
@@ -86,28 +85,28 @@ class DaemonSlot(Generic[D]):
             daemon.update_configuration(settings)
             applied()
 
+        failure = "workspace/didChangeConfiguration refused, the settings in force are unchanged"
         if self._daemon is None:
-            self._pending.append((CONFIGURATION_CHANGE, call))
+            self._pending.append((failure, call))
         else:
-            self._replay(CONFIGURATION_CHANGE, call)
+            self._replay(failure, call)
 
     async def aclose(self) -> None:
         """Close the daemon if it was ever created."""
         if self._daemon is not None:
             await self._daemon.aclose()
 
-    def _apply(self, name: str, call: Callable[[DaemonLifecycle], None]) -> None:
+    def _apply(self, failure: str, call: Callable[[DaemonLifecycle], None]) -> None:
         if self._daemon is None:
-            self._pending.append((name, call))
+            self._pending.append((failure, call))
         else:
             call(self._daemon)
 
-    def _replay(self, name: str, call: Callable[[DaemonLifecycle], None]) -> None:
+    def _replay(self, failure: str, call: Callable[[DaemonLifecycle], None]) -> None:
         assert self._daemon is not None
         try:
             call(self._daemon)
         except Exception as exc:
             known = isinstance(exc, PiError)
-            logger.error("%s failed: %s", name, exc, exc_info=not known)
-            outcome = "refused, the settings in force are unchanged" if name == CONFIGURATION_CHANGE else "failed"
-            self._on_error(f"pi-sessiond: {name} {outcome}: {exc if known else type(exc).__name__}")
+            logger.error("%s: %s", failure, exc, exc_info=not known)
+            self._on_error(f"pi-sessiond: {failure}: {exc if known else type(exc).__name__}")

@@ -50,15 +50,17 @@ def append_bytes(path: Path, data: bytes, *, fsync: bool = True, expect_size: in
     try:
         start, written = 0, 0
         try:
-            if expect_size is None or failpoints.write_fault() is not None or len(data) > HELD_WRITE_MAX_BYTES:
-                start = os.fstat(fd).st_size
-                if expect_size is not None and start != expect_size:
-                    return None
-            else:
-                landed = _write_at_size(fd, data, expect_size)
+            held = (_held_calls() if expect_size is not None and len(data) <= HELD_WRITE_MAX_BYTES
+                    and failpoints.write_fault() is None else None)
+            if held is not None and expect_size is not None:
+                landed = _write_at_size(held, fd, data, expect_size)
                 if landed is None:
                     return None
                 start, written = landed
+            else:
+                start = os.fstat(fd).st_size
+                if expect_size is not None and start != expect_size:
+                    return None
             start, written = _write_all(fd, data, start, written)
             if fsync:
                 os.fsync(fd)
@@ -74,7 +76,8 @@ HELD_WRITE_MAX_BYTES = 1 << 20
 would hold the event loop too)."""
 
 
-def _write_at_size(fd: int, data: bytes, size: int) -> tuple[int, int] | None:
+def _write_at_size(calls: tuple[Callable[..., int], Callable[..., int]], fd: int, data: bytes,
+                   size: int) -> tuple[int, int] | None:
     """``None`` unless the file has ``size`` bytes; else our first write: (where it landed, bytes written).
 
     ``os.fstat`` and ``os.write`` each let other threads run, and the thread that
@@ -82,14 +85,11 @@ def _write_at_size(fd: int, data: bytes, size: int) -> tuple[int, int] | None:
     parsed in another thread) before it writes: a window in which a live Pi's line
     lands and ours follows it with a stale parent, leaving Pi's turn on a side
     branch. libc's ``lseek`` and ``write`` called through ``ctypes.PyDLL`` keep the
-    GIL, so nothing of ours runs between the check and the write. Where that is not
-    available, the two ``os`` calls. The price: while the kernel holds that write
+    GIL, so nothing of ours runs between the check and the write (``calls``: those two,
+    :func:`_held_calls`; where they are not available, the ``os`` calls). The price: while the kernel holds that write
     (dirty-page throttling, a slow network mount), no other thread of ours runs
     either; a line of a few kB normally takes microseconds.
     """
-    calls = _held_calls()
-    if calls is None:
-        return None if os.fstat(fd).st_size != size else (size, 0)
     lseek, write = calls
     end = lseek(fd, 0, os.SEEK_END)
     if end != size:

@@ -105,13 +105,14 @@ def pid_after(seconds: float) -> int:
 
 
 def _drop_process_pool(broken: ProcessPoolExecutor) -> None:
+    """Stop handing work to ``broken``; its manager thread ends it by itself (a dead worker broke it),
+    and :func:`shutdown` waits for that thread (``shutdown(wait=False)`` here would forget it)."""
     global _processes
     with _lock:
         if _processes is broken:
             _processes = None
         if broken not in _retired:
             _retired.append(broken)
-    broken.shutdown(wait=False, cancel_futures=True)
 
 
 async def _run(executor: Executor, fn: Callable[..., T], *args: object) -> T:
